@@ -1,0 +1,82 @@
+"""One typed configuration object, overridable by keyword and by environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from arela_index.errors import ArelaError
+
+
+def _env(name: str, default: Any) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        if isinstance(default, bool):
+            return raw.strip().lower() in {"1", "true", "yes", "on"}
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        raise ArelaError(f"environment variable {name}={raw!r} is not a valid {type(default).__name__}") from None
+    return raw
+
+
+def _from_env(name: str, default: Any) -> Any:
+    return field(default_factory=lambda: _env(name, default))
+
+
+@dataclass(frozen=True)
+class ArelaConfig:
+    """Every setting of arela-index. Keywords win over environment variables, which win over defaults.
+
+    >>> ArelaConfig(top_k=5, offline=True).top_k
+    5
+    """
+
+    ollama_host: str = _from_env("OLLAMA_HOST", "http://127.0.0.1:11434")
+    embed_model: str = _from_env("ARELA_EMBED_MODEL", "nomic-embed-text")
+    router_model: str = _from_env("ARELA_ROUTER_MODEL", "qwen2.5:1.5b")
+    answer_model: str = _from_env("ARELA_ANSWER_MODEL", "qwen2.5-coder:3b")
+    persist_dir: str | None = _from_env("ARELA_PERSIST_DIR", None)
+    top_k: int = _from_env("ARELA_TOP_K", 8)
+    offline: bool = _from_env("ARELA_OFFLINE", False)
+    # Seconds. The probe decides online vs offline, so it must be short.
+    probe_timeout: float = _from_env("ARELA_PROBE_TIMEOUT", 1.0)
+    embed_timeout: float = _from_env("ARELA_EMBED_TIMEOUT", 60.0)
+    router_timeout: float = _from_env("ARELA_ROUTER_TIMEOUT", 8.0)
+    answer_timeout: float = _from_env("ARELA_ANSWER_TIMEOUT", 120.0)
+    answer_context_window: int = _from_env("ARELA_CONTEXT_WINDOW", 8192)
+    max_file_bytes: int = _from_env("ARELA_MAX_FILE_BYTES", 1_000_000)
+    # "static" ships inside the package (see arela_index/data); "none" makes offline sparse-only.
+    offline_embedding: str = _from_env("ARELA_OFFLINE_EMBEDDING", "static")
+    exclude_secrets: bool = True
+    exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    max_retries: int = _from_env("ARELA_MAX_RETRIES", 2)
+    graph_fanout: int = _from_env("ARELA_GRAPH_FANOUT", 50)
+    show_progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ArelaError(f"top_k must be at least 1, got {self.top_k}")
+        for name in ("probe_timeout", "embed_timeout", "router_timeout", "answer_timeout"):
+            if getattr(self, name) <= 0:
+                raise ArelaError(f"{name} must be a positive number of seconds")
+        if self.offline_embedding not in {"static", "none"}:
+            raise ArelaError("offline_embedding must be 'static' or 'none'")
+
+    def with_(self, **overrides: Any) -> ArelaConfig:
+        """A copy with some settings changed; unknown names are an error, not a silent no-op."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ArelaError(f"unknown setting(s): {', '.join(unknown)} (see ArelaConfig for the list)")
+        return replace(self, **overrides)
+
+    def persist_path(self, repo_root: Path) -> Path:
+        return Path(self.persist_dir).expanduser().resolve() if self.persist_dir else repo_root / ".arela"

@@ -1,0 +1,22 @@
+"""Errors a user can act on: one line that says what went wrong and what to do."""
+
+from __future__ import annotations
+
+
+class ArelaError(Exception):
+    """A problem with the user's input or environment, reported as one line (CLI exit code 2).
+
+    >>> raise ArelaError("no such folder: ./nope (give the path of a repository)")
+    Traceback (most recent call last):
+    arela_index.errors.ArelaError: no such folder: ./nope (give the path of a repository)
+    """
+
+    exit_code = 2
+
+
+class IndexProblem(ArelaError):
+    """The index on disk is missing, corrupt, stale or of another format; the message says how to rebuild."""
+
+
+class OllamaUnavailable(ArelaError):
+    """Ollama did not answer, lacks a model, or timed out; callers fall back to the offline path."""

@@ -1,0 +1,60 @@
+"""Which language a file is written in, from its name."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+_BY_SUFFIX = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin", ".kts": "kotlin",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
+    ".php": "php",
+    ".swift": "swift",
+    ".scala": "scala", ".sc": "scala",
+    ".sh": "shell", ".bash": "shell", ".zsh": "shell",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
+    ".rst": "rst",
+    ".txt": "text", ".adoc": "text",
+    ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json", ".ini": "ini", ".cfg": "ini",
+    ".html": "html", ".htm": "html", ".css": "css", ".scss": "css",
+    ".sql": "sql",
+    ".lua": "lua", ".pl": "perl", ".r": "r", ".dart": "dart", ".ex": "elixir", ".exs": "elixir",
+    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".zig": "zig",
+}
+_BY_NAME = {
+    "makefile": "make", "dockerfile": "dockerfile", "rakefile": "ruby", "gemfile": "ruby",
+    "readme": "text", "license": "text", "copying": "text", "authors": "text",
+    "changelog": "text", "changes": "text", "history": "text", "news": "text",
+}
+
+# Languages whose text is prose rather than code: chunked by section, answered as docs.
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+
+
+def detect_language(path: str) -> str | None:
+    """The language of a repository-relative path, or None when it is not a text format we know.
+
+    >>> detect_language("src/app/main.go"), detect_language("docs/index.rst"), detect_language("x.bin")
+    ('go', 'rst', None)
+    """
+    name = PurePosixPath(path).name
+    lower = name.lower()
+    suffix = PurePosixPath(lower).suffix
+    if suffix in _BY_SUFFIX:
+        return _BY_SUFFIX[suffix]
+    stem = lower.split(".", 1)[0]
+    if stem in _BY_NAME:
+        return _BY_NAME[stem]
+    return None
+
+
+def is_doc(language: str | None) -> bool:
+    return language in DOC_LANGUAGES

@@ -1,0 +1,91 @@
+"""The one shape every memory hands out: a fresh TextNode with DESIGN.md's metadata."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from llama_index.core.schema import NodeWithScore, TextNode
+
+Memory = Literal["code", "graph", "audit"]
+Kind = Literal["function", "class", "method", "module", "doc", "relation", "commit", "decision", "summary", "text"]
+
+# The keys every node carries (None where they do not apply), in the order a reader sees them.
+LOCATION_KEYS = ("memory", "file_path", "start_line", "end_line", "language", "symbol", "kind")
+AUDIT_KEYS = ("commit", "author", "date")
+METADATA_KEYS = LOCATION_KEYS + AUDIT_KEYS
+# Bookkeeping never reaches an LLM or an embedder: it would change what they see between runs.
+BOOKKEEPING_KEYS = ("score", "grade", "verdict", "attempt", "retriever", "trace", "relation", "rank")
+
+
+def node_id(memory: str, *parts: object) -> str:
+    """A stable id: the same chunk, symbol or commit gets the same id in every build."""
+    digest = hashlib.sha1("\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass"))
+    return f"{memory}:{digest.hexdigest()[:20]}"
+
+
+def make_node(
+    text: str,
+    *,
+    memory: Memory,
+    file_path: str | None = None,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    language: str | None = None,
+    symbol: str | None = None,
+    kind: Kind | str | None = None,
+    commit: str | None = None,
+    author: str | None = None,
+    date: str | None = None,
+    id_: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> TextNode:
+    """Build a node with the full metadata set and the LLM/embedder views trimmed to what helps.
+
+    >>> n = make_node("def f(): ...", memory="code", file_path="a.py", start_line=1, end_line=1, kind="function")
+    >>> n.metadata["memory"], n.metadata["commit"]
+    ('code', None)
+    """
+    metadata: dict[str, Any] = {
+        "memory": memory,
+        "file_path": file_path,
+        "start_line": start_line,
+        "end_line": end_line,
+        "language": language,
+        "symbol": symbol,
+        "kind": kind,
+        "commit": commit,
+        "author": author,
+        "date": date,
+    }
+    if extra:
+        metadata.update(extra)
+    hidden = [k for k, v in metadata.items() if v is None or k in BOOKKEEPING_KEYS]
+    return TextNode(
+        id_=id_ or node_id(memory, file_path, start_line, end_line, symbol, commit, kind),
+        text=text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=hidden,
+        # The header inside the text already says where a chunk is; metadata would only add noise.
+        excluded_embed_metadata_keys=list(metadata),
+    )
+
+
+def fresh(node: TextNode, score: float | None, **extra: Any) -> NodeWithScore:
+    """A copy a caller may mutate without touching the stored node; `extra` goes to hidden keys."""
+    copy = node.model_copy(deep=True)
+    if extra:
+        copy.metadata.update(extra)
+        copy.excluded_llm_metadata_keys = sorted({*copy.excluded_llm_metadata_keys, *extra})
+        copy.excluded_embed_metadata_keys = sorted({*copy.excluded_embed_metadata_keys, *extra})
+    return NodeWithScore(node=copy, score=score)
+
+
+def normalise(scores: Iterable[float]) -> list[float]:
+    """Scale scores into [0, 1] by the best one (0 stays 0); ranks are kept."""
+    values = list(scores)
+    top = max(values, default=0.0)
+    if top <= 0:
+        return [0.0 for _ in values]
+    return [max(0.0, min(1.0, v / top)) for v in values]

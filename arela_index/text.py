@@ -1,0 +1,61 @@
+"""Identifier-aware tokens: `parseConfigFile`, `parse_config_file` and `ParseConfig` all say "parse config"."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+
+STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being
+    between both but by can could did do does doing done down during each either few for from further
+    had has have having he her here hers him his how i if in into is it its itself just me more most
+    my no nor not now of off on once only or other our ours out over own same she should so some such
+    than that the their theirs them then there these they this those through to too under until up
+    us very was we were what when where which while who whom why will with would you your yours
+    get gets got tell show find give let please thing things""".split()
+)
+
+
+@lru_cache(maxsize=65536)
+def split_identifier(word: str) -> tuple[str, ...]:
+    """The lower-case parts of an identifier.
+
+    >>> split_identifier("parseConfigFile"), split_identifier("HTTPServer_v2")
+    (('parse', 'config', 'file'), ('http', 'server', 'v2'))
+    """
+    parts: list[str] = []
+    for piece in word.split("_"):
+        parts.extend(p.lower() for p in _CAMEL.findall(piece))
+    return tuple(parts)
+
+
+def words(text: str) -> list[str]:
+    """Raw identifier-like words of a text, in order."""
+    return _WORD.findall(text)
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Tokens for sparse retrieval: each identifier whole (lower-cased) and split into its parts.
+
+    >>> tokenize("Who calls parseConfigFile?")
+    ['calls', 'parseconfigfile', 'parse', 'config', 'file']
+    """
+    out: list[str] = []
+    for word in words(text):
+        lower = word.lower()
+        parts = split_identifier(word)
+        if len(parts) > 1:
+            out.append(lower)
+            out.extend(p for p in parts if keep_stopwords or p not in STOPWORDS)
+        elif keep_stopwords or (lower not in STOPWORDS and len(lower) > 1):
+            out.append(lower)
+    return out
+
+
+def expand_identifiers(text: str) -> str:
+    """The text followed by the split parts of its compound identifiers, for analysers that split on \\W only."""
+    extra = [" ".join(split_identifier(w)) for w in set(words(text)) if len(split_identifier(w)) > 1]
+    return text + ("\n" + "\n".join(sorted(extra)) if extra else "")
