@@ -20,3 +20,8 @@ class IndexProblem(ArelaError):
 
 class OllamaUnavailable(ArelaError):
     """Ollama did not answer, lacks a model, or timed out; callers fall back to the offline path."""
+
+
+def corrupt(file: object, detail: str) -> IndexProblem:
+    """The error for an index file that cannot be read back: names the file and the way out."""
+    return IndexProblem(f"index file {file} is unreadable ({detail}); rebuild the index with `arela index <repo>`")
