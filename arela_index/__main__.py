@@ -1,0 +1,5 @@
+import sys
+
+from arela_index.cli import main
+
+sys.exit(main())

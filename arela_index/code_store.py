@@ -1,0 +1,197 @@
+"""The code memory on disk: chunks, their sparse (BM25) index and, when an embedder exists, vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import TextNode
+
+from arela_index.errors import corrupt
+from arela_index.nodes import METADATA_KEYS, make_node
+from arela_index.text import expand_identifiers
+
+_CHUNKS = "chunks.jsonl"
+_VECTORS = "vectors.npy"
+_EMBEDDING = "embedding.json"
+_BM25 = "bm25"
+_EMBED_BATCH = 64
+
+
+@dataclass(frozen=True)
+class EmbeddingInfo:
+    """Which model made an index's vectors; queries must embed with the very same one."""
+
+    provider: str  # "ollama" | "static"
+    name: str
+    dim: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+def sparse_text(node: TextNode) -> str:
+    """What BM25 sees: the chunk with its path and symbol, identifiers also split into words."""
+    meta = node.metadata
+    head = " ".join(str(meta[k]) for k in ("file_path", "symbol") if meta.get(k))
+    return expand_identifiers(f"{head}\n{node.text}".replace("/", " ").replace(".", " . "))
+
+
+def _text_key(node: TextNode) -> str:
+    return hashlib.sha1(node.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class CodeStore:
+    """Chunks of one repository with a BM25 index and optional dense vectors, saved as JSON/NumPy.
+
+    >>> store = CodeStore.build(chunks, Path("/tmp/idx/code"))   # doctest: +SKIP
+    >>> len(store.chunks), store.embedding                         # doctest: +SKIP
+    (412, None)
+    """
+
+    def __init__(
+        self,
+        chunks: list[TextNode],
+        vectors: np.ndarray | None = None,
+        embedding: EmbeddingInfo | None = None,
+        bm25: Any = None,
+    ) -> None:
+        self.chunks = chunks
+        self.vectors = vectors
+        self.embedding = embedding
+        self.by_id = {c.node_id: c for c in chunks}
+        self._bm25 = bm25
+
+    @classmethod
+    def build(
+        cls,
+        chunks: Sequence[TextNode],
+        directory: Path,
+        embed_model: BaseEmbedding | None = None,
+        embedding: EmbeddingInfo | None = None,
+        previous: CodeStore | None = None,
+        progress: Any = None,
+    ) -> CodeStore:
+        """Index `chunks` into `directory`; vectors of chunks whose text did not change are reused."""
+        directory.mkdir(parents=True, exist_ok=True)
+        chunks = list(chunks)
+        vectors = None
+        if embed_model is not None and embedding is not None and chunks:
+            vectors = _embed(chunks, embed_model, previous if _same_model(previous, embedding) else None, progress)
+            embedding = EmbeddingInfo(embedding.provider, embedding.name, int(vectors.shape[1]))
+        else:
+            embedding = None
+        store = cls(chunks, vectors, embedding)
+        store._save(directory)
+        return store
+
+    def _save(self, directory: Path) -> None:
+        with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
+            for c in self.chunks:
+                meta = {k: c.metadata.get(k) for k in METADATA_KEYS}
+                fh.write(json.dumps({"id": c.node_id, "text": c.text, **meta}, ensure_ascii=True) + "\n")
+        if self.vectors is not None and self.embedding is not None:
+            np.save(directory / _VECTORS, self.vectors, allow_pickle=False)
+            (directory / _EMBEDDING).write_text(json.dumps(asdict(self.embedding)), encoding="utf-8")
+        if self.chunks:
+            self.bm25.persist(str(directory / _BM25))
+
+    @classmethod
+    def load(cls, directory: Path) -> CodeStore:
+        path = directory / _CHUNKS
+        chunks: list[TextNode] = []
+        try:
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    row = json.loads(line)
+                    chunks.append(make_node(row.pop("text"), id_=row.pop("id"), **row))
+        except FileNotFoundError:
+            raise corrupt(path, "missing") from None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise corrupt(path, f"not valid chunk records: {exc}") from None
+        vectors, embedding = None, None
+        if (directory / _EMBEDDING).exists():
+            try:
+                embedding = EmbeddingInfo(**json.loads((directory / _EMBEDDING).read_text(encoding="utf-8")))
+            except (ValueError, TypeError) as exc:
+                raise corrupt(directory / _EMBEDDING, str(exc)) from None
+            try:
+                vectors = np.load(directory / _VECTORS, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise corrupt(directory / _VECTORS, str(exc)) from None
+            if vectors.ndim != 2 or vectors.shape != (len(chunks), embedding.dim):
+                raise corrupt(directory / _VECTORS, f"shape {vectors.shape} does not match {len(chunks)} chunks")
+        bm25 = None
+        if chunks:
+            from llama_index.retrievers.bm25 import BM25Retriever
+
+            try:
+                bm25 = BM25Retriever.from_persist_dir(str(directory / _BM25))
+            except Exception as exc:  # bm25s raises many kinds on a damaged folder
+                raise corrupt(directory / _BM25, f"{type(exc).__name__}: {exc}") from None
+            if int(bm25.bm25.scores.get("num_docs", -1)) != len(chunks):
+                raise corrupt(directory / _BM25, "document count does not match the chunks")
+        return cls(chunks, vectors, embedding, bm25)
+
+    @property
+    def bm25(self) -> Any:
+        """The sparse index over identifier-expanded chunk text (built on first use)."""
+        if self._bm25 is None:
+            from llama_index.retrievers.bm25 import BM25Retriever
+
+            shadows = [TextNode(id_=c.node_id, text=sparse_text(c)) for c in self.chunks]
+            logging.getLogger("bm25s").setLevel(logging.WARNING)
+            self._bm25 = BM25Retriever(nodes=shadows, similarity_top_k=min(50, len(shadows)))
+        return self._bm25
+
+    def chunks_of(self, paths: Iterable[str]) -> list[TextNode]:
+        wanted = set(paths)
+        return [c for c in self.chunks if c.metadata.get("file_path") in wanted]
+
+    def is_empty(self) -> bool:
+        return not self.chunks
+
+    def stats(self) -> dict[str, Any]:
+        kinds = Counter(str(c.metadata.get("kind")) for c in self.chunks)
+        return {
+            "chunks": len(self.chunks),
+            "files": len({c.metadata.get("file_path") for c in self.chunks}),
+            "kinds": dict(kinds.most_common()),
+            "embedding": self.embedding.label if self.embedding else None,
+        }
+
+
+def _same_model(previous: CodeStore | None, embedding: EmbeddingInfo) -> bool:
+    return bool(previous and previous.embedding and previous.embedding.label == embedding.label)
+
+
+def _embed(
+    chunks: list[TextNode], embed_model: BaseEmbedding, previous: CodeStore | None, progress: Any
+) -> np.ndarray:
+    cached: dict[str, np.ndarray] = {}
+    if previous is not None and previous.vectors is not None:
+        cached = {_text_key(c): previous.vectors[i] for i, c in enumerate(previous.chunks)}
+    keys = [_text_key(c) for c in chunks]
+    todo = [i for i, k in enumerate(keys) if k not in cached]
+    fresh: dict[int, np.ndarray] = {}
+    for start in range(0, len(todo), _EMBED_BATCH):
+        batch = todo[start : start + _EMBED_BATCH]
+        texts = [chunks[i].get_content() for i in batch]
+        for i, vec in zip(batch, embed_model.get_text_embedding_batch(texts), strict=True):
+            fresh[i] = np.asarray(vec, dtype=np.float32)
+        if progress is not None:
+            progress(len(batch))
+    rows = [fresh[i] if i in fresh else cached[keys[i]] for i in range(len(chunks))]
+    matrix = np.vstack(rows).astype(np.float32)
+    # Cosine through inner product: FAISS IndexFlatIP over unit vectors.
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)

@@ -1,0 +1,139 @@
+"""ArelaIndex: the three memories of one repository, built or loaded, and the retrievers over them."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from arela_index.build import BuildSummary, build_index
+from arela_index.code_store import CodeStore, EmbeddingInfo
+from arela_index.config import ArelaConfig
+from arela_index.entities import Vocabulary
+from arela_index.errors import IndexProblem
+from arela_index.persist import Manifest, current_build
+from arela_index.runtime import Runtime, detect, embedder_for_index, say_offline_once
+from arela_index.scanner import resolve_root
+
+
+class ArelaIndex:
+    """Code, graph and audit memories of one repository, and everything that queries them.
+
+    >>> index = ArelaIndex.from_repo("path/to/repo", offline=True)     # doctest: +SKIP
+    >>> index.code_retriever(top_k=3).retrieve("parse config file")    # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        config: ArelaConfig,
+        runtime: Runtime,
+        summary: BuildSummary | None = None,
+    ) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.summary = summary
+        self._open(folder)
+
+    def _open(self, folder: Path) -> None:
+        from arela_index.audit_store import AuditStore
+        from arela_index.graph_store import GraphStore
+
+        self.folder = folder
+        self.persist_dir = folder.parent
+        self.manifest = Manifest.read(folder)
+        self.root = Path(self.manifest.repo_root)
+        self.code = CodeStore.load(folder / "code")
+        self.graph = GraphStore.load(folder / "graph")
+        self.audit = AuditStore.load(folder / "audit")
+        self.notes: list[str] = [n for n in [say_offline_once(self.config, self.runtime)] if n]
+        info = self.manifest.embedding
+        self.embed_model: BaseEmbedding | None
+        self.embed_model, note = embedder_for_index(
+            EmbeddingInfo(**info) if info else None, self.config, self.runtime, self.persist_dir
+        )
+        if note:
+            self.notes.append(note)
+        self.__dict__.pop("vocabulary", None)
+
+    # -- building and loading -------------------------------------------------------------------
+
+    @classmethod
+    def from_repo(cls, path: str | Path, *, refresh: bool = True, **settings: Any) -> ArelaIndex:
+        """Load the repository's index, refreshed against the working tree; build it when there is none."""
+        config = ArelaConfig().with_(**settings)
+        root = resolve_root(path)
+        runtime = detect(config)
+        persist_dir = config.persist_path(root)
+        existing = _existing(persist_dir)
+        if existing is not None and not refresh:
+            return cls(existing, config, runtime)
+        summary = build_index(root, config, runtime, refresh=existing is not None)
+        return cls(_require(persist_dir), config, runtime, summary)
+
+    @classmethod
+    def build(cls, path: str | Path, *, refresh: bool = False, **settings: Any) -> ArelaIndex:
+        """Build the index from scratch (or refresh it), whatever is on disk."""
+        config = ArelaConfig().with_(**settings)
+        root = resolve_root(path)
+        runtime = detect(config)
+        summary = build_index(root, config, runtime, refresh=refresh and _existing(config.persist_path(root)) is not None)
+        return cls(_require(config.persist_path(root)), config, runtime, summary)
+
+    @classmethod
+    def load(cls, persist_dir: str | Path, **settings: Any) -> ArelaIndex:
+        """Open an existing index folder as it is (no scan, no refresh)."""
+        config = ArelaConfig().with_(**settings)
+        return cls(_require(Path(persist_dir).expanduser().resolve()), config, detect(config))
+
+    def refresh(self) -> BuildSummary:
+        """Re-read only files whose content changed and commits newer than the last; reload in place."""
+        self.summary = build_index(self.root, self.config, self.runtime, refresh=True)
+        self._open(_require(self.persist_dir))
+        return self.summary
+
+    # -- memories ------------------------------------------------------------------------------
+
+    @cached_property
+    def vocabulary(self) -> Vocabulary:
+        """Names the memories know: the selector's and the audit memory's entity evidence."""
+        return Vocabulary(
+            symbols=self.graph.symbol_names(),
+            paths=self.manifest.files.keys(),
+            authors=self.audit.authors(),
+        )
+
+    def available_memories(self) -> list[str]:
+        """Memories with something in them: the router never routes to an empty one."""
+        stores = {"code": self.code, "graph": self.graph, "audit": self.audit}
+        return [name for name, store in stores.items() if not store.is_empty()]
+
+    def code_retriever(self, top_k: int | None = None) -> Any:
+        from arela_index.retrievers.code import CodeMemoryRetriever
+
+        return CodeMemoryRetriever(self.code, self.embed_model, top_k=top_k or self.config.top_k)
+
+    def graph_retriever(self, top_k: int | None = None) -> Any:
+        from arela_index.retrievers.graph import CodeGraphRetriever
+
+        return CodeGraphRetriever(self.graph, top_k=top_k or self.config.graph_fanout, fanout=self.config.graph_fanout)
+
+    def audit_retriever(self, top_k: int | None = None) -> Any:
+        from arela_index.retrievers.audit import AuditLogRetriever
+
+        return AuditLogRetriever(self.audit, vocabulary=self.vocabulary, top_k=top_k or self.config.top_k)
+
+
+def _existing(persist_dir: Path) -> Path | None:
+    if not persist_dir.is_dir():
+        return None
+    return current_build(persist_dir)
+
+
+def _require(persist_dir: Path) -> Path:
+    folder = _existing(persist_dir)
+    if folder is None:
+        raise IndexProblem(f"no index at {persist_dir}: build one with `arela index <repo>`")
+    return folder

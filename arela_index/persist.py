@@ -1,0 +1,166 @@
+"""The index folder: a manifest, one subfolder per memory, atomic swaps and a build lock.
+
+Layout of a persist dir (default `<repo>/.arela/`), written only inside it:
+
+    CURRENT              name of the live build folder, replaced atomically (os.replace)
+    lock                 held while a build runs
+    build-<stamp>/       manifest.json, code/, graph/, audit/
+
+A build fills a new `build-*` folder and only then points CURRENT at it, so a build killed at any
+moment leaves the previous index whole and loadable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arela_index import __version__
+from arela_index.errors import ArelaError, IndexProblem, corrupt
+
+FORMAT_VERSION = 1
+_CURRENT = "CURRENT"
+_LOCK = "lock"
+_MANIFEST = "manifest.json"
+
+
+@dataclass
+class Manifest:
+    """What an index was built from and with; checked on every load."""
+
+    repo_root: str
+    head: str | None
+    embedding: dict[str, Any] | None  # {"provider", "name", "dim"} or None for sparse only
+    files: dict[str, str]  # path -> sha256
+    format_version: int = FORMAT_VERSION
+    package_version: str = __version__
+    built_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    build_seconds: float = 0.0
+    memories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    languages: dict[str, int] = field(default_factory=dict)
+
+    def save(self, folder: Path) -> None:
+        (folder / _MANIFEST).write_text(json.dumps(asdict(self), indent=1, sort_keys=True), encoding="utf-8")
+
+    @classmethod
+    def read(cls, folder: Path) -> Manifest:
+        path = folder / _MANIFEST
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise corrupt(path, "missing") from None
+        except (OSError, ValueError) as exc:
+            raise corrupt(path, str(exc)) from None
+        version = data.get("format_version") if isinstance(data, dict) else None
+        if version != FORMAT_VERSION:
+            raise IndexProblem(
+                f"the index at {folder.parent} has format version {version}, this arela-index reads "
+                f"version {FORMAT_VERSION}: rebuild it with `arela index {data.get('repo_root', '<repo>')}`"
+            )
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise corrupt(path, str(exc)) from None
+
+
+def current_build(persist_dir: Path) -> Path | None:
+    """The live build folder, or None when no index was ever completed here."""
+    try:
+        name = (persist_dir / _CURRENT).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise corrupt(persist_dir / _CURRENT, str(exc)) from None
+    folder = persist_dir / name
+    if not name.startswith("build-") or "/" in name or not folder.is_dir():
+        raise corrupt(persist_dir / _CURRENT, f"points at a missing build folder {name!r}")
+    return folder
+
+
+@contextlib.contextmanager
+def build_lock(persist_dir: Path) -> Iterator[None]:
+    """Hold the build lock of an index, or refuse at once with who holds it."""
+    _ensure_writable(persist_dir)
+    with open(persist_dir / _LOCK, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise ArelaError(
+                f"another `arela index` ({holder}) is building {persist_dir}; wait for it to finish, then retry"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def new_build(persist_dir: Path) -> Iterator[Path]:
+    """A fresh build folder that becomes CURRENT only if the block completes. Call under build_lock."""
+    _remove_stale(persist_dir)
+    folder = persist_dir / f"build-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    try:
+        yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    previous = current_build_or_none(persist_dir)
+    pointer = persist_dir / f"{_CURRENT}.{uuid.uuid4().hex[:8]}.tmp"
+    pointer.write_text(folder.name, encoding="utf-8")
+    with open(pointer, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(pointer, persist_dir / _CURRENT)
+    if previous is not None and previous != folder:
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def current_build_or_none(persist_dir: Path) -> Path | None:
+    try:
+        return current_build(persist_dir)
+    except IndexProblem:
+        return None
+
+
+def _remove_stale(persist_dir: Path) -> None:
+    """Folders of builds that were killed before they became CURRENT."""
+    live = current_build_or_none(persist_dir)
+    for child in persist_dir.iterdir():
+        if child.name.startswith("build-") and child != live:
+            shutil.rmtree(child, ignore_errors=True)
+        elif child.name.startswith(f"{_CURRENT}.") and child.name.endswith(".tmp"):
+            child.unlink(missing_ok=True)
+
+
+def _ensure_writable(persist_dir: Path) -> None:
+    try:
+        persist_dir.mkdir(parents=True, exist_ok=True)
+        probe = persist_dir / f".write-test-{os.getpid()}"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise ArelaError(
+            f"cannot write the index to {persist_dir} ({exc.strerror or exc}); choose another with --persist-dir"
+        ) from None
+    ignore = persist_dir / ".gitignore"
+    if not ignore.exists():
+        # Keeps `git status` of the indexed repository clean.
+        ignore.write_text("*\n", encoding="utf-8")
