@@ -21,13 +21,23 @@ if not os.path.isdir(os.path.join(_here, "retrievers")):
 
 # Public names load lazily so that `arela --help` and `import arela_index` stay fast.
 _EXPORTS = {
+    "ArelaIndex": "arela_index.index",
     "ArelaConfig": "arela_index.config",
     "ArelaError": "arela_index.errors",
+    "ArelaSelector": "arela_index.selectors.arela_selector",
+    "CodeMemoryRetriever": "arela_index.retrievers.code",
+    "CodeGraphRetriever": "arela_index.retrievers.graph",
+    "AuditLogRetriever": "arela_index.retrievers.audit",
 }
 
 if TYPE_CHECKING:
     from arela_index.config import ArelaConfig
     from arela_index.errors import ArelaError
+    from arela_index.index import ArelaIndex
+    from arela_index.retrievers.audit import AuditLogRetriever
+    from arela_index.retrievers.code import CodeMemoryRetriever
+    from arela_index.retrievers.graph import CodeGraphRetriever
+    from arela_index.selectors.arela_selector import ArelaSelector
 
 
 def __getattr__(name: str) -> Any:
