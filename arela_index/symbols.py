@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Kinds a Definition may have; the chunker cuts code at every kind but `module`.
+DEFINITION_KINDS = frozenset(
+    {"module", "class", "function", "method", "interface", "struct", "trait", "enum"}
+)
+# Kinds that may have bases, members and subclasses.
+CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+CALLABLE_KINDS = frozenset({"function", "method"})
 
 
 @dataclass(frozen=True)
 class Definition:
     """A module, class, function or method, with where it lives.
 
-    >>> Definition("pkg.mod.Cls.run", "run", "method", "pkg/mod.py", 10, 24, "def run(self):", None, "pkg.mod.Cls")
-    ... # doctest: +ELLIPSIS
+    >>> Definition("pkg.mod.Cls.run", "run", "method", "pkg/mod.py", 10, 24,
+    ...            "def run(self):", None, "pkg.mod.Cls")  # doctest: +ELLIPSIS
     Definition(qualname='pkg.mod.Cls.run', ...)
     """
 
     qualname: str  # module-qualified: "pkg.mod.Class.method"
     name: str
-    kind: str  # module | class | function | method (plus interface, struct, trait, enum where a language has them)
+    kind: str  # one of DEFINITION_KINDS
     path: str
     start_line: int  # 1-based, inclusive
     end_line: int
@@ -27,18 +36,29 @@ class Definition:
 
 @dataclass(frozen=True)
 class Reference:
-    """An edge from a definition to a symbol: calls, imports or inherits."""
+    """An edge from a definition to a symbol: calls, imports or inherits.
+
+    An unresolved reference keeps the name as written; `owner` (a class qualname) says where
+    the graph should look the name up across files: the class and its bases, or only its bases
+    when `inherited_only` (a `super()` call).
+    """
 
     source: str  # qualname of the definition the reference occurs in
     target: str  # resolved qualname, or the name as written when unresolved
     relation: str  # calls | imports | inherits
     line: int
     resolved: bool
+    owner: str | None = None
+    inherited_only: bool = False
 
 
 @dataclass
 class FileSymbols:
-    """Everything one file defines and references; `error` says why a file could not be parsed."""
+    """Everything one file defines and references; `error` says why a file could not be parsed.
+
+    `bindings` maps the names a module imports to what they name (`echo` -> `click.utils.echo`),
+    so the graph can follow re-exports from one module to the next.
+    """
 
     path: str
     language: str
@@ -46,3 +66,20 @@ class FileSymbols:
     definitions: list[Definition] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     error: str | None = None
+    bindings: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict; `from_json` reads it back."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileSymbols:
+        return cls(
+            path=data["path"],
+            language=data["language"],
+            module=data["module"],
+            definitions=[Definition(**d) for d in data.get("definitions", ())],
+            references=[Reference(**r) for r in data.get("references", ())],
+            error=data.get("error"),
+            bindings=dict(data.get("bindings", {})),
+        )

@@ -1,0 +1,69 @@
+"""One entry point from a source file to its symbols, whatever its language.
+
+Module names: a Python file is named by its import path (`src/click/core.py` -> `click.core`,
+`pkg/__init__.py` -> `pkg`), with a leading `src/` dropped as a source root. Any other file is
+named by its path without the extension, folders joined by dots (`web/app/main.go` ->
+`web.app.main`); a C/C++ header keeps a `_h` mark (`include/util.h` -> `include.util_h`) so it
+does not collide with the `.c` file of the same name. Definitions are named below their module
+(`click.core.Option.get_default`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from arela_index.parse_python import parse_python
+from arela_index.scanner import SourceFile
+from arela_index.symbols import FileSymbols
+
+_NOT_IDENT = re.compile(r"\W")
+_SOURCE_ROOTS = ("src",)
+_HEADERS = frozenset({".h", ".hh", ".hpp", ".hxx"})
+
+
+def module_name(path: str, language: str) -> str:
+    """The dotted module name a file's symbols live under.
+
+    >>> module_name("src/click/core.py", "python"), module_name("web/app/main.go", "go")
+    ('click.core', 'web.app.main')
+    """
+    pure = PurePosixPath(path)
+    parts = list(pure.parent.parts)
+    stem = pure.stem
+    if language == "python":
+        if parts and parts[0] in _SOURCE_ROOTS and len(parts) > 1:
+            parts = parts[1:]
+        if stem != "__init__":
+            parts.append(stem)
+    else:
+        if pure.suffix.lower() in _HEADERS:
+            stem += "_h"
+        parts.append(stem)
+    name = ".".join(_NOT_IDENT.sub("_", p) for p in parts if p)
+    return name or _NOT_IDENT.sub("_", stem) or "_"
+
+
+def parse_text(path: str, language: str, text: str) -> FileSymbols:
+    """Symbols of `text` as if it were the file at `path` written in `language`."""
+    module = module_name(path, language)
+    if language == "python":
+        return parse_python(path, module, text)
+    return FileSymbols(
+        path=path, language=language, module=module, error=f"no parser for {language}"
+    )
+
+
+def extract_symbols(file: SourceFile, text: str) -> FileSymbols:
+    """Definitions and references of one scanned file; never raises for bad content.
+
+    >>> syms = extract_symbols(source_file, source_file.read_text())   # doctest: +SKIP
+    >>> [d.qualname for d in syms.definitions][:2]                      # doctest: +SKIP
+    ['click.core', 'click.core.Context']
+    """
+    return parse_text(file.path, file.language, text)
+
+
+def parses(language: str) -> bool:
+    """Whether `extract_symbols` understands files of this language."""
+    return language == "python"
