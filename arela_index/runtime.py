@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.code_store import EmbeddingInfo
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, IndexProblem
+
+if TYPE_CHECKING:
+    from arela_index.ollama import OllamaStatus
 
 log = logging.getLogger("arela_index")
 _said: set[str] = set()
@@ -25,11 +28,13 @@ class Runtime:
     """How this process runs: online (Ollama answered, with which models) or offline, and why."""
 
     online: bool
-    models: frozenset[str] = frozenset()
+    status: OllamaStatus | None = None
     reason: str = ""
 
     def has_model(self, name: str) -> bool:
-        return name in self.models or f"{name}:latest" in self.models or name.removesuffix(":latest") in self.models
+        from arela_index.ollama import has_model
+
+        return self.status is not None and has_model(self.status, name)
 
     @property
     def mode(self) -> str:
@@ -45,7 +50,7 @@ def detect(config: ArelaConfig) -> Runtime:
     status = probe(config)
     if not status.reachable:
         return Runtime(False, reason=status.error or f"Ollama did not answer at {config.ollama_host}")
-    return Runtime(True, frozenset(status.models))
+    return Runtime(True, status)
 
 
 def say_offline_once(config: ArelaConfig, runtime: Runtime) -> str | None:
