@@ -7,6 +7,8 @@ Nothing here imports llama_index or the `ollama` client at module import time, s
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import json
 import re
@@ -179,9 +181,7 @@ def make_embedding(config: ArelaConfig, *, batch_size: int = EMBED_BATCH_SIZE) -
 
     Wrap calls in `ollama_errors(...)` (or catch and `describe_failure`) to get one-line errors.
     """
-    from llama_index.embeddings.ollama import OllamaEmbedding
-
-    return OllamaEmbedding(
+    return _classes()[1](
         model_name=config.embed_model,
         base_url=base_url(config.ollama_host),
         embed_batch_size=batch_size,
@@ -202,9 +202,7 @@ def make_llm(
     Temperature 0 by default: routing and grading must give the same answer twice.
     `max_tokens` caps generation (Ollama's `num_predict`), worth setting for short JSON answers.
     """
-    from llama_index.llms.ollama import Ollama
-
-    return Ollama(
+    return _classes()[0](
         model=model,
         base_url=base_url(config.ollama_host),
         temperature=temperature,
@@ -213,6 +211,57 @@ def make_llm(
         is_function_calling_model=False,
         additional_kwargs={"num_predict": max_tokens} if max_tokens else {},
     )
+
+
+@functools.cache
+def _classes() -> tuple[type[Ollama], type[OllamaEmbedding]]:
+    """The llama_index classes, each with an async client per event loop.
+
+    The stock ones keep the `ollama.AsyncClient` of the first loop that used them, so the next
+    `asyncio.run(...)` fails with "Event loop is closed". Built on first use to keep llama_index
+    off the import path.
+    """
+    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.embeddings.ollama import OllamaEmbedding
+    from llama_index.llms.ollama import Ollama
+    from ollama import AsyncClient
+
+    class LoopSafeOllama(Ollama):
+        _loop: object = PrivateAttr(default=None)
+
+        @property
+        def async_client(self) -> AsyncClient:
+            loop = asyncio.get_running_loop()
+            if self._async_client is None or self._loop is not loop:
+                self._async_client = AsyncClient(
+                    host=self.base_url, timeout=self.request_timeout, headers=self.headers or {}
+                )
+                self._loop = loop
+            return self._async_client
+
+    class LoopSafeOllamaEmbedding(OllamaEmbedding):
+        _loop: object = PrivateAttr(default=None)
+        _timeout: Any = PrivateAttr(default=None)
+
+        def __init__(self, client_kwargs: dict[str, Any], **kwargs: Any) -> None:
+            super().__init__(client_kwargs=client_kwargs, **kwargs)
+            self._timeout = client_kwargs.get("timeout")
+
+        def _loop_client(self) -> None:
+            loop = asyncio.get_running_loop()
+            if self._loop is not loop:
+                self._async_client = AsyncClient(host=self.base_url, timeout=self._timeout)
+                self._loop = loop
+
+        async def aget_general_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            self._loop_client()
+            return await super().aget_general_text_embeddings(texts)
+
+        async def aget_general_text_embedding(self, prompt: str) -> list[float]:
+            self._loop_client()
+            return await super().aget_general_text_embedding(prompt)
+
+    return LoopSafeOllama, LoopSafeOllamaEmbedding
 
 
 # -- structured calls -------------------------------------------------------------------------
