@@ -39,18 +39,21 @@ class Recorded:
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-def hashing_embedding(text: str, dim: int = 256) -> list[float]:
-    """A deterministic bag-of-words vector: identifier parts hashed into `dim` signed buckets,
-    L2-normalised, so texts that share words get a high cosine.
+def hashing_embedding(text: str, dim: int = 384) -> list[float]:
+    """A deterministic bag of words and character trigrams, hashed into `dim` signed buckets and
+    L2-normalised: texts that share words (or word stems: parse/parsed) get a high cosine.
 
     >>> round(sum(x * x for x in hashing_embedding("parse_config reads YAML")), 6)
     1.0
     """
     vector = [0.0] * dim
-    for word in _WORD.findall(text):
-        digest = hashlib.blake2b(word.lower().encode(), digest_size=8).digest()
-        bucket = int.from_bytes(digest[:4], "little") % dim
-        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    for word in (w.lower() for w in _WORD.findall(text)):
+        padded = f"<{word}>"
+        grams = [padded[i : i + 3] for i in range(len(padded) - 2)]
+        for feature, weight in [(word, 1.0), *((g, 1.0 / len(grams)) for g in grams)]:
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % dim
+            vector[bucket] += weight if digest[4] & 1 else -weight
     norm = math.sqrt(sum(x * x for x in vector))
     if norm == 0.0:  # an embedder never returns the zero vector; cosine on it is undefined
         return [1.0] + [0.0] * (dim - 1)
@@ -135,7 +138,7 @@ class FakeOllama:
         self,
         models: tuple[str, ...] | list[str] = DEFAULT_MODELS,
         *,
-        dim: int = 256,
+        dim: int = 384,
         chat_handler: ChatHandler | None = None,
         hang_seconds: float = 10.0,
         slow_seconds: float = 0.3,
