@@ -146,8 +146,11 @@ def forget_probes() -> None:
 
 def _probe(url: str, timeout: float) -> OllamaStatus:
     try:
+        deadline = time.monotonic() + timeout
         with httpx.Client(base_url=url, timeout=timeout) as client:
             version = _get_json(client, "/api/version").get("version")
+            # Both requests share one budget: the probe decides offline vs online quickly.
+            client.timeout = httpx.Timeout(max(0.05, deadline - time.monotonic()))
             listed = _get_json(client, "/api/tags").get("models") or []
         if not isinstance(listed, list):
             raise _NotOllama(f"/api/tags listed {type(listed).__name__}, not a list of models")
@@ -437,3 +440,25 @@ def quote_data(passages: Sequence[str | tuple[str, str]], *, max_chars: int = 15
         head = f"<<<DATA {tag} {n}" + (f" | {label}" if label else "") + ">>>"
         blocks.append(f"{head}\n{text}\n<<<END DATA {tag} {n}>>>")
     return "\n".join(blocks)
+
+
+def quote_nodes(nodes: Sequence[Any], *, max_chars: int = 1500) -> str:
+    """`quote_data` for retrieved nodes (`NodeWithScore` or `TextNode`), labelled by where they
+    come from: `src/app.py:10-24 parse_config`, `commit 1a2b3c4d (2024-05-01, Ada)`."""
+    passages = []
+    for item in nodes:
+        node = getattr(item, "node", item)
+        passages.append((passage_label(node.metadata), node.get_content()))
+    return quote_data(passages, max_chars=max_chars)
+
+
+def passage_label(metadata: dict[str, Any]) -> str:
+    """Where a passage comes from, in one short line, from make_node's metadata."""
+    if metadata.get("commit"):
+        when = ", ".join(str(metadata[k]) for k in ("date", "author") if metadata.get(k))
+        return f"commit {str(metadata['commit'])[:8]}" + (f" ({when})" if when else "")
+    where = str(metadata.get("file_path") or "")
+    start, end = metadata.get("start_line"), metadata.get("end_line")
+    if where and start:
+        where += f":{start}" + (f"-{end}" if end and end != start else "")
+    return " ".join(p for p in (where, str(metadata.get("symbol") or "")) if p)
