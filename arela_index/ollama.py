@@ -8,6 +8,7 @@ Nothing here imports llama_index or the `ollama` client at module import time, s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import json
@@ -339,6 +340,14 @@ def describe_failure(
     """
     import ollama
 
+    if host is None and isinstance(exc, httpx.RequestError):
+        with contextlib.suppress(RuntimeError):  # raised when httpx kept no request
+            url = exc.request.url
+            host = (
+                f"{url.scheme}://{url.host}:{url.port}"
+                if url.port
+                else f"{url.scheme}://{url.host}"
+            )
     where = f"Ollama at {host}" if host else "Ollama"
     detail = _one_line(str(exc)) or type(exc).__name__
     if isinstance(exc, OllamaUnavailable):

@@ -392,3 +392,12 @@ def test_a_stream_cut_short_ends_in_one_line(
     ):
         received.extend(r.delta for r in llm.stream_complete("explain"))
     assert received == ["a long answer a "]
+
+
+def test_a_timeout_described_without_context_still_names_the_server(
+    fake_ollama: FakeOllama, fake_ollama_config: ArelaConfig
+) -> None:
+    fake_ollama.set_fault("/api/embed", "hang")
+    with pytest.raises(OllamaUnavailable) as caught, ollama_errors():
+        make_embedding(fake_ollama_config).get_text_embedding("x")
+    assert str(caught.value).startswith(f"Ollama at {fake_ollama.url} did not answer in time")
