@@ -16,7 +16,6 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -28,6 +27,7 @@ from arela_index.config import ArelaConfig
 from arela_index.errors import OllamaUnavailable
 
 if TYPE_CHECKING:
+    from llama_index.core.llms import LLM
     from llama_index.core.prompts import PromptTemplate
     from llama_index.embeddings.ollama import OllamaEmbedding
     from llama_index.llms.ollama import Ollama
@@ -271,9 +271,7 @@ def _classes() -> tuple[type[Ollama], type[OllamaEmbedding]]:
 # -- structured calls -------------------------------------------------------------------------
 
 
-def structured(
-    llm: Ollama, output_cls: type[M], prompt: PromptTemplate | str, **variables: Any
-) -> M:
+def structured(llm: LLM, output_cls: type[M], prompt: PromptTemplate | str, **variables: Any) -> M:
     """Ask `llm` for an `output_cls`, sent as a JSON schema (Ollama's grammar-constrained `format`).
 
     Every failure, whatever raised it, becomes `OllamaUnavailable` with a one-line reason.
@@ -286,16 +284,25 @@ def structured(
         llm = make_llm(config, config.router_model, config.router_timeout, max_tokens=64)
         structured(llm, Choice, "Which memory answers {q}?", q="who calls f?").memory
     """
-    with ollama_errors(model=llm.model, host=llm.base_url, timeout=llm.request_timeout):
+    with _errors_of(llm):
         return llm.structured_predict(output_cls, _template(prompt), **variables)
 
 
 async def astructured(
-    llm: Ollama, output_cls: type[M], prompt: PromptTemplate | str, **variables: Any
+    llm: LLM, output_cls: type[M], prompt: PromptTemplate | str, **variables: Any
 ) -> M:
     """`structured` for async callers (`_aselect`, `_aretrieve`)."""
-    with ollama_errors(model=llm.model, host=llm.base_url, timeout=llm.request_timeout):
+    with _errors_of(llm):
         return await llm.astructured_predict(output_cls, _template(prompt), **variables)
+
+
+def _errors_of(llm: Any) -> contextlib.AbstractContextManager[None]:
+    # Any llama_index LLM may come here (tests, users' own); only Ollama's has these fields.
+    return ollama_errors(
+        model=getattr(llm, "model", None),
+        host=getattr(llm, "base_url", None),
+        timeout=getattr(llm, "request_timeout", None),
+    )
 
 
 def _template(prompt: PromptTemplate | str) -> PromptTemplate:
@@ -304,7 +311,7 @@ def _template(prompt: PromptTemplate | str) -> PromptTemplate:
     return PromptTemplate(prompt) if isinstance(prompt, str) else prompt
 
 
-@contextmanager
+@contextlib.contextmanager
 def ollama_errors(
     *, model: str | None = None, host: str | None = None, timeout: float | None = None
 ) -> Iterator[None]:

@@ -401,3 +401,11 @@ def test_a_timeout_described_without_context_still_names_the_server(
     with pytest.raises(OllamaUnavailable) as caught, ollama_errors():
         make_embedding(fake_ollama_config).get_text_embedding("x")
     assert str(caught.value).startswith(f"Ollama at {fake_ollama.url} did not answer in time")
+
+
+def test_structured_accepts_any_llama_index_llm() -> None:
+    from llama_index.core.llms import MockLLM
+
+    # MockLLM echoes the prompt, which is not JSON: a one-line reason, not an AttributeError.
+    with pytest.raises(OllamaUnavailable, match="the model answered text that is not JSON"):
+        structured(MockLLM(), Choice, PROMPT, question="q")
