@@ -1,0 +1,411 @@
+"""ArelaSelector: decides which memories (tools) answer a question, fast, and says why.
+
+Three stages, each only when the previous one is unsure: phrasing rules with entity evidence,
+similarity to labeled example questions, then a small Ollama model with a JSON schema. It never
+fails to produce a route: stage 3's failures fall back to the best answer of stages 1 and 2.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from arela_index.selectors.evidence import (
+    Entities,
+    compared_entities,
+    read_entities,
+    repo_terms,
+    stem,
+)
+from arela_index.selectors.intents import (
+    COMPARATIVE,
+    FACTUAL,
+    MEMORIES,
+    MEMORY_MEANINGS,
+    OUT_OF_SCOPE,
+    PRIMARY_MEMORY,
+    STRONG,
+    SUBSTITUTE,
+    TEMPORAL,
+    Cue,
+    RuleEvidence,
+    clauses,
+    read_rules,
+)
+from arela_index.selectors.llm_stage import (
+    DEFAULT_PROMPT,
+    MAX_QUESTION_CHARS,
+    PROMPT_VARIABLES,
+    LLMStage,
+    LLMVerdict,
+)
+from arela_index.selectors.prototypes import Prototypes
+from arela_index.selectors.tools import closest_tool, memory_indexes, memory_of
+from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import QueryBundle
+from llama_index.core.tools.types import ToolMetadata
+from pydantic import ConfigDict, Field
+
+from arela_index.entities import Vocabulary
+from arela_index.errors import ArelaError
+from arela_index.text import STOPWORDS, words
+
+# A small model's word is worth about as much as a clear prototype match, not a rule.
+LLM_CONFIDENCE = 0.75
+
+
+@dataclass
+class Route:
+    """One routing decision: intents with confidence, chosen memories with reasons, timings.
+
+    `picks` are (tool index, reason) pairs for the tools the router was given; `stage` is the
+    stage whose answer was used (`rules`, `prototypes` or `llm`).
+    """
+
+    question: str
+    intents: list[tuple[str, float]] = field(default_factory=list)
+    memories: list[tuple[str, str]] = field(default_factory=list)
+    picks: list[tuple[int, str]] = field(default_factory=list)
+    stage: str = "rules"
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    entities: list[str] = field(default_factory=list)
+    compared: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def out_of_scope(self) -> bool:
+        return self.intent_names == [OUT_OF_SCOPE]
+
+    @property
+    def intent_names(self) -> list[str]:
+        return [name for name, _ in self.intents]
+
+    @property
+    def confidence(self) -> float:
+        return min((c for _, c in self.intents), default=0.0)
+
+
+class ArelaSelection(MultiSelection):
+    """A stock `MultiSelection` that also carries the full `Route` (stock routers ignore it)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    route: Route | None = Field(default=None, exclude=True, repr=False)
+
+
+@dataclass
+class _Draft:
+    """Stage 1's reading of a question, handed on to stages 2 and 3."""
+
+    route: Route
+    entities: Entities
+    rules: RuleEvidence
+    available: list[str]
+    choices: list[ToolMetadata] | None
+    tools: dict[str, int] | None
+    started: float
+
+
+class ArelaSelector(BaseSelector):
+    """Route a question to the code, graph and audit memories: rules → prototypes → small LLM.
+
+    >>> vocabulary = Vocabulary(symbols=["app.config.load_config"])
+    >>> selector = ArelaSelector(vocabulary, available=("code", "graph"))
+    >>> selector.select(["code", "graph"], "who calls load_config?").inds
+    [1]
+    """
+
+    def __init__(
+        self,
+        vocabulary: Vocabulary | None = None,
+        available: Collection[str] = MEMORIES,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
+        confidence_threshold: float = 0.6,
+        llm_cooldown: float = 30.0,
+    ) -> None:
+        unknown = sorted(set(available) - set(MEMORIES))
+        if unknown:
+            raise ArelaError(
+                f"unknown memory name(s) {', '.join(unknown)}: use code, graph or audit"
+            )
+        if not 0.0 <= confidence_threshold <= 1.0:
+            raise ArelaError(
+                f"confidence_threshold must be between 0 and 1, got {confidence_threshold}"
+            )
+        self.vocabulary = vocabulary
+        self.available = tuple(m for m in MEMORIES if m in set(available))
+        self.confidence_threshold = confidence_threshold
+        self._terms = repo_terms(vocabulary) if vocabulary is not None else frozenset()
+        self._prototypes = Prototypes(embed_model=embed_model)
+        self._prompt: BasePromptTemplate = DEFAULT_PROMPT
+        self._llm = LLMStage(llm, self._prompt, llm_cooldown) if llm is not None else None
+
+    # -- BaseSelector -----------------------------------------------------------------------
+
+    def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
+        return self._selection(self.route(query.query_str, choices))
+
+    async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
+        return self._selection(await self.aroute(query.query_str, choices))
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"route_prompt": self._prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        prompt = prompts.get("route_prompt")
+        if prompt is None:
+            return
+        names = set(prompt.template_vars)
+        if "question" not in names or not names <= PROMPT_VARIABLES:
+            raise ArelaError(
+                "route_prompt must use {question} and only "
+                + ", ".join("{" + v + "}" for v in sorted(PROMPT_VARIABLES))
+            )
+        self._prompt = prompt
+        if self._llm is not None:
+            self._llm.prompt = prompt
+
+    # -- routing ----------------------------------------------------------------------------
+
+    def route(self, question: str, choices: Sequence[ToolMetadata | str] | None = None) -> Route:
+        """Decide where `question` should look among `choices` (the router's tools)."""
+        draft = self._read(question, choices)
+        if draft.route.intents:
+            return self._finish(draft)
+        with _timed(draft.route, "prototypes"):
+            sims = (
+                self._prototypes.similarity(
+                    draft.route.question, draft.entities.mentions, self._terms
+                )
+                if draft.entities.in_scope
+                else {}
+            )
+        if self._weigh(draft, sims) or self._llm is None:
+            return self._finish(draft)
+        verdict = self._llm.ask(
+            draft.route.question, self._memory_texts(draft, choices), self._hint(draft)
+        )
+        return self._finish(self._heed(draft, verdict))
+
+    async def aroute(
+        self, question: str, choices: Sequence[ToolMetadata | str] | None = None
+    ) -> Route:
+        """`route` for async callers: embeddings and the model are awaited."""
+        draft = self._read(question, choices)
+        if draft.route.intents:
+            return self._finish(draft)
+        with _timed(draft.route, "prototypes"):
+            sims = (
+                await self._prototypes.asimilarity(
+                    draft.route.question, draft.entities.mentions, self._terms
+                )
+                if draft.entities.in_scope
+                else {}
+            )
+        if self._weigh(draft, sims) or self._llm is None:
+            return self._finish(draft)
+        verdict = await self._llm.aask(
+            draft.route.question, self._memory_texts(draft, choices), self._hint(draft)
+        )
+        return self._finish(self._heed(draft, verdict))
+
+    # Stage 1: entities, scope and phrasing rules.
+    def _read(self, question: str, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
+        started = time.perf_counter()
+        text = " ".join(str(question)[:MAX_QUESTION_CHARS].split())
+        route = Route(question=text)
+        metas = tools = None
+        if choices is not None:
+            metas = [
+                c if isinstance(c, ToolMetadata) else ToolMetadata(description=c) for c in choices
+            ]
+            tools = memory_indexes(metas)
+        available = [m for m in self.available if tools is None or m in tools]
+        with _timed(route, "rules"):
+            entities = read_entities(text, self.vocabulary, self._terms)
+            route.entities = entities.known
+            rules = read_rules(text, self._author_cues(text, entities))
+            if not rules.cues:
+                rules.cues.extend(self._naming_cues(text, entities))
+                rules = read_rules(text, rules.cues)
+        draft = _Draft(route, entities, rules, available, metas, tools, started)
+        if not entities.in_scope:
+            if entities.scope == 0 or self._llm is None:
+                route.intents = [(OUT_OF_SCOPE, 0.95 if entities.scope == 0 else 0.7)]
+                route.notes.append("nothing in the question relates to the repository")
+            return draft
+        strong = rules.strong()
+        if strong:
+            route.intents = [(cue.intent, _rule_confidence(cue, rules)) for cue in strong]
+            route.notes.extend(f"{cue.intent}: '{cue.text}'" for cue in strong)
+        return draft
+
+    def _author_cues(self, text: str, entities: Entities) -> list[Cue]:
+        parts = [p.lower() for p in clauses(text)]
+        cues = []
+        for author in entities.authors:
+            names = [p.lower() for p in author.split() if len(p) > 2]
+            clause = next((i for i, p in enumerate(parts) if any(n in p for n in names)), 0)
+            cues.append(Cue(TEMPORAL, STRONG, f"names {author}, an author in the history", clause))
+        return cues
+
+    def _naming_cues(self, text: str, entities: Entities) -> list[Cue]:
+        """A question with no cue that only names things ("RedisBackend key format?",
+        "storage backends") asks what they are."""
+        named = (*entities.mentions.names, *entities.mentions.paths)
+        mentioned = {p for n in named for p in words(n.lower())}
+        content = [w for w in words(text.lower()) if w not in STOPWORDS and w not in mentioned]
+        leftover = [w for w in content if stem(w) not in self._terms]
+        if entities.known and len(leftover) <= 2:
+            return [Cue(FACTUAL, STRONG, f"names {entities.known[0]} and asks nothing else", 0)]
+        if content and not leftover:
+            return [Cue(FACTUAL, 0.8, "only the repository's own words", 0)]
+        return []
+
+    # Stage 2: rules' hints plus prototype similarity. True when confident enough to stop.
+    def _weigh(self, draft: _Draft, sims: dict[str, float]) -> bool:
+        route = draft.route
+        if not draft.entities.in_scope:
+            return False
+        combined = {i: draft.rules.scores.get(i, 0.0) + sims.get(i, 0.0) for i in PRIMARY_MEMORY}
+        ranked = sorted(combined.items(), key=lambda kv: kv[1], reverse=True)
+        (best, top), (_, second) = ranked[0], ranked[1]
+        if top <= 0:
+            best, confidence = FACTUAL, 0.3
+            route.notes.append("no cue in the wording: read as a factual question")
+        else:
+            confidence = 0.5 * min(1.0, top) + 0.5 * (top - second) / top
+            cue = draft.rules.cue_for(best)
+            route.notes.append(
+                f"{best}: prototypes {sims.get(best, 0.0):.2f}"
+                + (f", hint '{cue.text}'" if cue else "")
+            )
+        route.intents = [(best, round(confidence, 2))]
+        route.stage = "prototypes"
+        if confidence >= self.confidence_threshold:
+            return True
+        if self._llm is None:
+            route.notes.append(
+                f"unsure ({confidence:.2f}) and no LLM configured: kept the best guess"
+            )
+        return False
+
+    # Stage 3: the model's answer, or the best guess so far when it failed.
+    def _heed(self, draft: _Draft, verdict: LLMVerdict) -> _Draft:
+        route = draft.route
+        route.timings_ms["llm"] = round(verdict.ms, 3)
+        if verdict.failure is not None:
+            route.notes.append(f"llm failed, kept the {route.stage} answer: {verdict.failure}")
+            if not route.intents:
+                route.intents = [(OUT_OF_SCOPE, 0.6)]
+                route.stage = "rules"
+            return draft
+        route.stage = "llm"
+        route.intents = [(i, LLM_CONFIDENCE) for i in verdict.intents]
+        if verdict.reason:
+            route.notes.append(f"llm: {verdict.reason}")
+        if OUT_OF_SCOPE in verdict.intents:
+            route.intents = [(OUT_OF_SCOPE, LLM_CONFIDENCE)]
+        elif verdict.memories:
+            route.memories = [
+                (m, f"{'/'.join(verdict.intents)} (llm): {verdict.reason or 'no reason given'}")
+                for m in verdict.memories
+            ]
+        return draft
+
+    def _finish(self, draft: _Draft) -> Route:
+        route = draft.route
+        if route.intent_names != [OUT_OF_SCOPE]:
+            route.memories = route.memories or self._plan(draft)
+            if COMPARATIVE in route.intent_names:
+                route.compared = compared_entities(route.question, draft.entities)
+        else:
+            route.memories = []
+        route.picks = self._picks(draft)
+        route.timings_ms["route"] = round((time.perf_counter() - draft.started) * 1000, 3)
+        return route
+
+    def _plan(self, draft: _Draft) -> list[tuple[str, str]]:
+        chosen: dict[str, str] = {}
+        for intent, confidence in draft.route.intents:
+            why = f"{intent} ({confidence:.2f}, {draft.route.stage})"
+            wanted = [(PRIMARY_MEMORY[intent], f"{why}: {MEMORY_MEANINGS[PRIMARY_MEMORY[intent]]}")]
+            if intent == FACTUAL and draft.entities.named_symbols:
+                symbol = draft.entities.named_symbols[0]
+                wanted.append(("graph", f"{why} names `{symbol}`: the graph has its definition"))
+            for memory, reason in wanted:
+                if memory not in draft.available:
+                    substitute = next((s for s in SUBSTITUTE[memory] if s in draft.available), None)
+                    if substitute is None:
+                        continue
+                    memory, reason = (
+                        substitute,
+                        f"{memory} is empty or unavailable, so {substitute}: {reason}",
+                    )
+                chosen.setdefault(memory, reason)
+        if not chosen:
+            draft.route.notes.append("no memory is available")
+        return list(chosen.items())
+
+    def _picks(self, draft: _Draft) -> list[tuple[int, str]]:
+        route = draft.route
+        if draft.tools is None:
+            return [(MEMORIES.index(m), reason) for m, reason in route.memories]
+        picks = [(draft.tools[m], reason) for m, reason in route.memories if m in draft.tools]
+        if picks or route.out_of_scope or not draft.choices:
+            return picks
+        # None of the tools stands for a memory this question needs: the closest description.
+        index, overlap = closest_tool(route.question, draft.choices)
+        return [
+            (
+                index,
+                f"no tool stands for {'/'.join(route.intent_names)} questions; "
+                f"closest description ({overlap:.2f})",
+            )
+        ]
+
+    def _memory_texts(
+        self, draft: _Draft, choices: Sequence[ToolMetadata | str] | None
+    ) -> dict[str, str]:
+        texts = {m: MEMORY_MEANINGS[m] for m in draft.available}
+        for choice in choices or ():
+            if isinstance(choice, ToolMetadata) and memory_of(choice) in texts:
+                texts[memory_of(choice) or ""] = " ".join(choice.description.split())[:300]
+        return texts
+
+    @staticmethod
+    def _hint(draft: _Draft) -> str:
+        return ", ".join(f"{i} ({c:.2f})" for i, c in draft.route.intents) or "out_of_scope (weak)"
+
+    def _selection(self, route: Route) -> ArelaSelection:
+        return ArelaSelection(
+            selections=[SingleSelection(index=i, reason=r) for i, r in route.picks], route=route
+        )
+
+
+def _rule_confidence(cue: Cue, rules: RuleEvidence) -> float:
+    rivals = [c.weight for c in rules.cues if c.clause == cue.clause and c.intent != cue.intent]
+    rival = max(rivals, default=0.0)
+    return round(min(0.97, 0.8 + 0.1 * cue.weight) * (1 - 0.3 * min(1.0, rival / cue.weight)), 2)
+
+
+class _timed:
+    """Adds the milliseconds of a block to `route.timings_ms[stage]`."""
+
+    def __init__(self, route: Route, stage: str) -> None:
+        self.route, self.stage = route, stage
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc: Any) -> None:
+        ms = (time.perf_counter() - self.started) * 1000
+        self.route.timings_ms[self.stage] = round(
+            self.route.timings_ms.get(self.stage, 0.0) + ms, 3
+        )

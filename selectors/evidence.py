@@ -1,0 +1,196 @@
+"""What a question names that the repository knows, and whether it is about the repository at all.
+
+Entity evidence feeds every stage: a known symbol makes a factual question read the graph too,
+a capitalised author name is a history cue, and a question that names nothing the repository
+knows and uses no software word is out of scope.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from arela_index.entities import Found, Mentions, Vocabulary, extract_mentions
+from arela_index.text import STOPWORDS, split_identifier, words
+
+# Words that only come up when talking about software. A question with none of them, naming
+# nothing the repository knows, is not about the repository.
+SOFTWARE_WORDS = frozenset(
+    """code codebase repo repository project function method class module file folder directory
+    test bug error exception config document committed fail failure failing crash configuration
+    setting api endpoint import call caller callee commit branch merge release changelog version
+    package library dependency database schema query cache server client cli command flag
+    argument parameter return variable constant log logging doc documentation readme script
+    backend frontend implementation implement refactor deprecate deprecated pipeline lint json
+    yaml toml http https request response thread async await architecture subclass inherit
+    interface struct enum field default changed change author blame diff build deploy install
+    port integration plugin hook callback handler middleware route router controller model view
+    template migration compile compiler runtime stack trace traceback regex parser parse
+    serialize decorator generator iterator instance object attribute property constructor
+    signature type typing annotation linter unittest pytest fixture mock ci docker env
+    environment timeout database sql orm socket protocol encoding utf unicode byte bytes string
+    int float bool dict array tuple""".split()  # noqa: SIM905
+)
+# Words a repository's names share with everyday English; matching one is weak evidence.
+COMMON_WORDS = frozenset(
+    """time name data value type list new main run get set first last good world day open close
+    start end state info base text line word number date year user book page home help make item
+    items thing way part form place point case work world good great best little long old right
+    big high small large next early young important few public bad same able due pop put top add
+    use key map max min one two all any now end old out own way see""".split()  # noqa: SIM905
+)
+
+
+def variants(word: str) -> set[str]:
+    """The word and its crude singular and stem forms: `jobs` → job, `saved` → save."""
+    w = word.lower()
+    out = {w}
+    if w.endswith("ies") and len(w) > 4:
+        out.add(w[:-3] + "y")
+    if w.endswith("es") and len(w) > 4:
+        out.add(w[:-2])
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        out.add(w[:-1])
+    if w.endswith("ed") and len(w) > 4:
+        out.update((w[:-2], w[:-1]))
+    if w.endswith("ing") and len(w) > 5:
+        out.update((w[:-3], w[:-3] + "e"))
+    return out
+
+
+def stem(word: str) -> str:
+    """One canonical form for comparing words: the shortest of `variants`."""
+    return min(variants(word), key=lambda v: (len(v), v))
+
+
+def repo_terms(vocabulary: Vocabulary) -> frozenset[str]:
+    """The words the repository's symbol names and paths are made of, with their variants."""
+    parts: set[str] = set()
+    for name in vocabulary.symbols:
+        for piece in name.replace("/", ".").split("."):
+            parts.update(split_identifier(piece))
+    for path in vocabulary.paths:
+        for piece in PurePosixPath(path).with_suffix("").parts:
+            parts.update(p for w in words(piece) for p in split_identifier(w))
+    terms = {v for part in parts if len(part) > 2 and part not in STOPWORDS for v in variants(part)}
+    return frozenset(terms)
+
+
+@dataclass
+class Entities:
+    """The question's mentions resolved against the vocabulary (when there is one)."""
+
+    mentions: Mentions
+    found: Found
+    named_symbols: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+    scope: float = 0.0
+    scope_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def known(self) -> list[str]:
+        return [*self.named_symbols, *self.found.paths, *self.authors]
+
+    @property
+    def in_scope(self) -> bool:
+        return self.scope >= 1.0
+
+
+def read_entities(question: str, vocabulary: Vocabulary | None, terms: frozenset[str]) -> Entities:
+    """Resolve what the question names and weigh how much it is about this repository.
+
+    Symbols count as *named* when the question writes them as identifiers (`parse_config`,
+    `RedisBackend`, `Cart.addItem`) or as a capitalised word a class is called (`Scheduler`);
+    a lower-case word like "scheduler" is a topic, not a name.
+    """
+    mentions = extract_mentions(question)
+    found = vocabulary.find(question) if vocabulary is not None else Found()
+    entities = Entities(mentions, found)
+    if vocabulary is not None:
+        for name in mentions.names:
+            for symbol in vocabulary.symbols_named(name):
+                if symbol not in entities.named_symbols:
+                    entities.named_symbols.append(symbol)
+        for word in mentions.words:
+            if word[:1].isupper() and word.lower() not in STOPWORDS:
+                entities.named_symbols.extend(
+                    s
+                    for s in vocabulary.symbols_named(word)
+                    if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
+                )
+        # Authors are people: only a capitalised name counts ("Alice", not "test").
+        capitalised = {w.lower() for w in mentions.words if w[:1].isupper()}
+        entities.authors = [
+            a for a in found.authors if capitalised & {p.lower() for p in a.split()}
+        ]
+    _weigh_scope(entities, question, terms)
+    return entities
+
+
+def _weigh_scope(entities: Entities, question: str, terms: frozenset[str]) -> None:
+    add = entities.scope_reasons.append
+    score = 0.0
+    known = entities.named_symbols + entities.found.paths + entities.authors
+    if known:
+        score += 2.0
+        add("names " + ", ".join(f"`{k}`" for k in known[:3]))
+    elif entities.found.symbols:
+        score += 1.0
+        add(
+            "mentions " + ", ".join(f"`{s.rsplit('.', 1)[-1]}`" for s in entities.found.symbols[:3])
+        )
+    shaped = [n for n in (*entities.mentions.names, *entities.mentions.paths) if n not in known]
+    if shaped and not known:
+        score += 1.0
+        add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
+    seen: set[str] = set()
+    for word in words(question):
+        for part in {word.lower(), *split_identifier(word)}:
+            forms = variants(part)
+            if part in STOPWORDS or forms & seen:
+                continue
+            seen |= forms
+            if forms & SOFTWARE_WORDS:
+                score += 1.0
+                add(f"software word '{part}'")
+            elif forms & terms:
+                score += 0.5 if forms & COMMON_WORDS else 1.0
+                add(f"repository word '{part}'")
+    entities.scope = score
+
+
+_BETWEEN = re.compile(
+    r"\b(?:between|compare|comparing)\s+(.+?)\s+(?:and|with|to|vs\.?|versus)\s+(.+?)(?:[?.!:;,]|\s+(?:for|in|when|on|regarding)\b|$)",
+    re.IGNORECASE,
+)
+_VERSUS = re.compile(
+    r"([\w.`/()-]+)\s+(?:vs\.?|versus|or|and|compared (?:to|with)|differ(?:s)? from|than)"
+    r"\s+([\w.`/()-]+)",
+    re.IGNORECASE,
+)
+
+
+def compared_entities(question: str, entities: Entities) -> list[str]:
+    """The things a comparative question compares, as written (each gets its own retrieval).
+
+    >>> from arela_index.entities import Found
+    >>> compared_entities("difference between JobQueue and PriorityQueue?",
+    ...                   Entities(extract_mentions("JobQueue PriorityQueue"), Found()))
+    ['JobQueue', 'PriorityQueue']
+    """
+    names = [*entities.mentions.names, *entities.mentions.paths]
+    if len(names) >= 2:
+        return names[:4]
+    for pattern in (_BETWEEN, _VERSUS):
+        match = pattern.search(question)
+        if match:
+            pair = [_trim(match.group(1)), _trim(match.group(2))]
+            if all(pair) and pair[0].lower() != pair[1].lower():
+                return pair
+    return []
+
+
+def _trim(phrase: str) -> str:
+    kept = [w for w in phrase.strip("`'\" ").split() if w.lower() not in STOPWORDS]
+    return " ".join(kept[-3:])

@@ -1,0 +1,72 @@
+"""Which memory a tool stands for: by its name ("code", "graph", "audit"), else by its description.
+
+Stock routers hand a selector only `ToolMetadata`; this is how ArelaSelector finds the code,
+graph and audit memories among any tools, in any order, named anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from arela_index.selectors.evidence import stem
+from arela_index.selectors.intents import MEMORIES
+from llama_index.core.tools.types import ToolMetadata
+
+from arela_index.text import tokenize
+
+_DESCRIBES = {
+    "code": re.compile(
+        r"\b(?:source|code|chunks?|implementation|snippets?|documentation|docs|files?|"
+        r"functions? bod(?:y|ies))\b"
+    ),
+    "graph": re.compile(
+        r"\b(?:graph|callers?|callees?|calls|imports?|inherit\w*|subclass\w*|symbols?|definitions?|dependenc\w*|relations?)\b"
+    ),
+    "audit": re.compile(
+        r"\b(?:history|commits?|git|log|changes?|changed|authors?|changelog|decisions?|adrs?|blame|releases?)\b"
+    ),
+}
+
+
+def memory_of(tool: ToolMetadata) -> str | None:
+    """The memory a tool reads, or None when nothing says.
+
+    >>> memory_of(ToolMetadata(name="audit", description="anything"))
+    'audit'
+    >>> memory_of(ToolMetadata(name="t2", description="Git history: commits, authors, dates"))
+    'audit'
+    """
+    name = (tool.name or "").lower()
+    if name in MEMORIES:
+        return name
+    named = [m for m in MEMORIES if re.search(rf"(?:^|[^a-z]){m}(?:$|[^a-z])", name)]
+    if len(named) == 1:
+        return named[0]
+    description = tool.description.lower()
+    counts = {m: len(pattern.findall(description)) for m, pattern in _DESCRIBES.items()}
+    best = max(counts.values())
+    winners = [m for m, c in counts.items() if c == best]
+    return winners[0] if best > 0 and len(winners) == 1 else None
+
+
+def memory_indexes(tools: Sequence[ToolMetadata]) -> dict[str, int]:
+    """Each memory's tool index (the first tool that stands for it)."""
+    found: dict[str, int] = {}
+    for index, tool in enumerate(tools):
+        memory = memory_of(tool)
+        if memory is not None and memory not in found:
+            found[memory] = index
+    return found
+
+
+def closest_tool(question: str, tools: Sequence[ToolMetadata]) -> tuple[int, float]:
+    """For tools that are none of the memories: the one whose description shares most words."""
+    asked = {stem(t) for t in tokenize(question)}
+    best, best_score = 0, -1.0
+    for index, tool in enumerate(tools):
+        words = {stem(t) for t in tokenize(f"{tool.name or ''} {tool.description}")}
+        score = len(asked & words) / (len(words) ** 0.5 or 1.0)
+        if score > best_score:
+            best, best_score = index, score
+    return best, max(best_score, 0.0)
