@@ -14,7 +14,7 @@ import re
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -214,23 +214,33 @@ class FakeOllama:
 
     def set_fault(self, endpoint: str, mode: str | None) -> None:
         """Make `endpoint` (a path such as "/api/chat", or "*" for all) fail with `mode`;
-        None clears it. "down" closes the port for every endpoint until `clear_faults()`."""
+        None clears it. "down" closes the port for every endpoint until it is cleared."""
         if mode is not None and mode not in FAULTS:
             raise ValueError(f"unknown fault {mode!r}; choose from {', '.join(FAULTS)}")
-        if mode == "down":
-            self._unlisten()
         with self._lock:
+            was_down = "down" in self._faults.values()
             if mode is None:
                 self._faults.pop(endpoint, None)
             else:
                 self._faults[endpoint] = mode
+            is_down = "down" in self._faults.values()
+        if is_down and not was_down:
+            self._unlisten()
+        elif was_down and not is_down and not self._stopping.is_set():
+            self._listen()
 
     def clear_faults(self) -> None:
-        with self._lock:
-            was_down = "down" in self._faults.values()
-            self._faults.clear()
-        if was_down and not self._stopping.is_set():
-            self._listen()
+        for endpoint in list(self._faults):
+            self.set_fault(endpoint, None)
+
+    @contextlib.contextmanager
+    def fault(self, endpoint: str, mode: str) -> Iterator[FakeOllama]:
+        """`set_fault` for the length of a `with` block."""
+        self.set_fault(endpoint, mode)
+        try:
+            yield self
+        finally:
+            self.set_fault(endpoint, None)
 
     def fault_for(self, path: str) -> str | None:
         with self._lock:

@@ -409,3 +409,17 @@ def test_structured_accepts_any_llama_index_llm() -> None:
     # MockLLM echoes the prompt, which is not JSON: a one-line reason, not an AttributeError.
     with pytest.raises(OllamaUnavailable, match="the model answered text that is not JSON"):
         structured(MockLLM(), Choice, PROMPT, question="q")
+
+
+def test_a_fault_lasts_for_its_with_block_only(
+    fake_ollama: FakeOllama, fake_ollama_config: ArelaConfig
+) -> None:
+    llm = router(fake_ollama_config)
+    with (
+        fake_ollama.fault("*", "down"),
+        pytest.raises(OllamaUnavailable, match="no Ollama answers"),
+    ):
+        structured(llm, Choice, PROMPT, question="q")
+    with fake_ollama.fault("/api/chat", "500"), pytest.raises(OllamaUnavailable, match="HTTP 500"):
+        structured(llm, Choice, PROMPT, question="q")
+    assert structured(llm, Choice, PROMPT, question="q").memory == "code"
