@@ -517,3 +517,17 @@ def test_a_whole_repository_loses_no_line(git_repo: GitRepo) -> None:
         check_chunks(file, chunk_file(file, text, None if symbols.error else symbols.definitions))
     assert chunk_file(files["empty.py"], "", []) == []
     assert chunk_file(files["blank.md"], files["blank.md"].read_text()) == []
+
+
+def test_windows_end_at_a_blank_line_when_one_is_near(git_repo: GitRepo) -> None:
+    block = "".join(
+        f"echo 'step {{n}}.{k}: copying part {k} of the nightly backup'\n" for k in range(7)
+    )
+    text = "\n".join(block.replace("{n}", str(n)) for n in range(30))
+    file = scanned(git_repo, {"backup.sh": text})["backup.sh"]
+    nodes = chunk_file(file, text, None)
+    check_chunks(file, nodes)
+    lines = text.split("\n")
+    assert len(nodes) >= 3
+    for node in nodes[:-1]:
+        assert not lines[node.metadata["end_line"]].strip(), "a window ends where a block ends"
