@@ -1,0 +1,303 @@
+"""ArelaRouterRetriever: route a question to the code, graph and audit memories, fuse, and trace.
+
+A stock `RouterRetriever` whose selection is decided by `ArelaSelector` (any `BaseSelector`
+works). One memory chosen: its nodes. Several: reciprocal rank fusion through a stock
+`QueryFusionRetriever`. A comparative question: one sub-retrieval per compared entity, fused.
+Out of scope: no nodes, and a trace that says so (not the stock `ValueError`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
+from arela_index.selectors.tools import memory_of
+from llama_index.core.base.base_selector import BaseSelector, SelectorResult
+from llama_index.core.llms import LLM, MockLLM
+from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever, RouterRetriever
+from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
+from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
+from llama_index.core.tools import RetrieverTool, ToolMetadata
+
+from arela_index.errors import ArelaError
+from arela_index.nodes import normalise
+from arela_index.text import STOPWORDS, words
+from arela_index.trace import Trace
+
+log = logging.getLogger("arela_index")
+
+DESCRIPTIONS = {
+    "code": (
+        "Code memory: chunks of this repository's source files and documentation (functions, "
+        "classes, README and docs sections). Use it for what a function or class does, what it "
+        "returns or accepts, how to use, configure or extend something, why the code is written "
+        "a certain way, and comparisons between components."
+    ),
+    "graph": (
+        "Graph memory: the repository's symbols (modules, classes, functions, methods) and their "
+        "relations: calls, imports, inheritance, definitions. Use it for who calls X, what X "
+        "calls, what imports a module, subclasses or base classes, where a symbol is defined, "
+        "and how one function reaches another."
+    ),
+    "audit": (
+        "History memory: the repository's git commits (author, date, message, files and "
+        "functions touched) and decision records (ADRs, changelog entries). Use it for when, by "
+        "whom and why something changed, recent changes, the history of a file or function, "
+        "releases and past decisions."
+    ),
+}
+# Words that carry the comparison, not its subject: dropped from per-entity sub-queries.
+_COMPARING = frozenset(
+    """difference differences different differ differs between compare compared comparing vs
+    versus better worse than which one common similar same identical alike""".split()  # noqa: SIM905
+)
+# Fusion cuts after de-duplication by node id, so it keeps some spare candidates.
+_SPARE = 2
+
+
+class ArelaRouterRetriever(RouterRetriever):
+    """Routes to one or more memories, fuses by reciprocal rank, and traces every decision.
+
+    >>> router = build_router(code, graph, audit, top_k=8)          # doctest: +SKIP
+    >>> nodes, trace = router.retrieve_with_trace("who calls load_config?")  # doctest: +SKIP
+    >>> trace.memory_names                                           # doctest: +SKIP
+    ['graph']
+    """
+
+    def __init__(
+        self,
+        selector: BaseSelector,
+        retriever_tools: Sequence[RetrieverTool],
+        top_k: int = 8,
+        llm: LLM | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if top_k < 1:
+            raise ArelaError(f"top_k must be at least 1, got {top_k}")
+        if not retriever_tools:
+            raise ArelaError("the router needs at least one memory: build the index first")
+        # Fusion never writes queries (num_queries=1); the mock only keeps Settings.llm unread.
+        super().__init__(selector, retriever_tools, llm=llm or MockLLM(), verbose=verbose)
+        self.top_k = top_k
+        self._memory_of = {i: memory_of(meta) for i, meta in enumerate(self._metadatas)}
+
+    # -- the public surface ---------------------------------------------------------------
+
+    def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
+        """The nodes and the trace (the only answer when the question is out of scope)."""
+        bundle = _bundle(query)
+        trace = Trace(question=bundle.query_str)
+        with trace.time("route"):
+            result = self._selector.select(self._metadatas, bundle)
+        picks = self._record(result, trace)
+        nodes = self.retrieve_from([i for i, _ in picks], bundle, trace, trace.compared)
+        return nodes, trace
+
+    async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
+        bundle = _bundle(query)
+        trace = Trace(question=bundle.query_str)
+        with trace.time("route"):
+            result = await self._selector.aselect(self._metadatas, bundle)
+        picks = self._record(result, trace)
+        nodes = await self.aretrieve_from([i for i, _ in picks], bundle, trace, trace.compared)
+        return nodes, trace
+
+    def retrieve_from(
+        self,
+        memories: Sequence[str | int],
+        query: QueryType,
+        trace: Trace | None = None,
+        compared: Sequence[str] = (),
+    ) -> list[NodeWithScore]:
+        """Retrieve from the named memories (or tool indexes), fused; for retries after grading."""
+        bundle, trace = _bundle(query), trace or Trace(question=_bundle(query).query_str)
+        parts = self._parts(memories, bundle, trace, compared)
+        with trace.time("retrieve"):
+            if not parts:
+                found: list[NodeWithScore] = []
+            elif len(parts) == 1:
+                found = parts[0].retrieve(bundle)
+            else:
+                found = self._fusion(parts).retrieve(bundle)
+        return self._finish(found, trace)
+
+    async def aretrieve_from(
+        self,
+        memories: Sequence[str | int],
+        query: QueryType,
+        trace: Trace | None = None,
+        compared: Sequence[str] = (),
+    ) -> list[NodeWithScore]:
+        bundle, trace = _bundle(query), trace or Trace(question=_bundle(query).query_str)
+        parts = self._parts(memories, bundle, trace, compared)
+        with trace.time("retrieve"):
+            if not parts:
+                found: list[NodeWithScore] = []
+            elif len(parts) == 1:
+                found = await parts[0].aretrieve(bundle)
+            else:
+                found = await self._fusion(parts).aretrieve(bundle)
+        return self._finish(found, trace)
+
+    # -- BaseRetriever ----------------------------------------------------------------------
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.retrieve_with_trace(query_bundle)[0]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return (await self.aretrieve_with_trace(query_bundle))[0]
+
+    # -- inside -----------------------------------------------------------------------------
+
+    def _record(self, result: SelectorResult, trace: Trace) -> list[tuple[int, str]]:
+        picks = list(dict(zip(result.inds, result.reasons, strict=True)).items())
+        route = result.route if isinstance(result, ArelaSelection) else None
+        if route is not None:
+            trace.intents, trace.stage = list(route.intents), route.stage
+            trace.entities, trace.compared = list(route.entities), list(route.compared)
+            trace.notes = list(route.notes)
+            for stage, ms in route.timings_ms.items():
+                if stage != "route":
+                    trace.timings_ms[stage] = ms
+        else:
+            trace.stage = type(self._selector).__name__
+        trace.memories = [(self._name(i), reason) for i, reason in picks]
+        if not picks:
+            trace.add_step("abstain", reason="the question is out of scope: no memory was searched")
+        return picks
+
+    def _parts(
+        self,
+        memories: Sequence[str | int],
+        bundle: QueryBundle,
+        trace: Trace,
+        compared: Sequence[str],
+    ) -> list[BaseRetriever]:
+        parts: list[BaseRetriever] = []
+        for index in self._indexes(memories):
+            name = self._name(index)
+            retriever = self._retrievers[index]
+            if len(compared) >= 2 and self._memory_of[index] != "audit":
+                for entity in compared:
+                    query = _subquery(bundle.query_str, entity, compared)
+                    parts.append(_Part(retriever, f"{name}:{entity}", trace, query))
+            else:
+                parts.append(_Part(retriever, name, trace))
+        return parts
+
+    def _indexes(self, memories: Sequence[str | int]) -> list[int]:
+        indexes: list[int] = []
+        for memory in memories:
+            if isinstance(memory, int):
+                found = memory if 0 <= memory < len(self._retrievers) else None
+            else:
+                found = next((i for i, m in self._memory_of.items() if m == memory), None)
+                found = found if found is not None else self._by_name(memory)
+            if found is None:
+                raise ArelaError(f"no memory or tool called {memory!r} in this router")
+            if found not in indexes:
+                indexes.append(found)
+        return indexes
+
+    def _by_name(self, name: str) -> int | None:
+        return next((i for i, m in enumerate(self._metadatas) if m.name == name), None)
+
+    def _name(self, index: int) -> str:
+        return self._metadatas[index].name or self._memory_of[index] or f"tool {index}"
+
+    def _fusion(self, parts: list[BaseRetriever]) -> QueryFusionRetriever:
+        return QueryFusionRetriever(
+            parts,
+            llm=self._llm,
+            mode=FUSION_MODES.RECIPROCAL_RANK,
+            similarity_top_k=self.top_k * _SPARE,
+            num_queries=1,
+            use_async=False,
+        )
+
+    def _finish(self, found: list[NodeWithScore], trace: Trace) -> list[NodeWithScore]:
+        best: dict[str, NodeWithScore] = {}
+        for hit in found:
+            kept = best.get(hit.node.node_id)
+            if kept is None or (hit.score or 0.0) > (kept.score or 0.0):
+                best[hit.node.node_id] = hit
+        ranked = sorted(best.values(), key=lambda n: n.score or 0.0, reverse=True)[: self.top_k]
+        scores = normalise(n.score or 0.0 for n in ranked)
+        return trace.attach(
+            [NodeWithScore(node=n.node, score=s) for n, s in zip(ranked, scores, strict=True)]
+        )
+
+
+class _Part(BaseRetriever):
+    """One memory (or one compared entity in it) inside a route: timed, and never raising."""
+
+    def __init__(
+        self, inner: BaseRetriever, label: str, trace: Trace, query: str | None = None
+    ) -> None:
+        super().__init__()
+        self._inner, self._label, self._trace, self._query = inner, label, trace, query
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        bundle = QueryBundle(self._query) if self._query else query_bundle
+        with self._trace.time(f"retrieve:{self._label}"):
+            try:
+                return self._inner.retrieve(bundle)
+            except Exception as exc:  # one broken memory must not sink the others
+                return self._failed(exc)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        bundle = QueryBundle(self._query) if self._query else query_bundle
+        with self._trace.time(f"retrieve:{self._label}"):
+            try:
+                return await self._inner.aretrieve(bundle)
+            except Exception as exc:  # one broken memory must not sink the others
+                return self._failed(exc)
+
+    def _failed(self, exc: Exception) -> list[NodeWithScore]:
+        log.warning("arela-index: the %s memory failed: %s", self._label, exc)
+        self._trace.add_step(
+            "memory_failed", memory=self._label, error=f"{type(exc).__name__}: {exc}"
+        )
+        return []
+
+
+def _bundle(query: QueryType) -> QueryBundle:
+    return query if isinstance(query, QueryBundle) else QueryBundle(str(query))
+
+
+def _subquery(question: str, entity: str, compared: Sequence[str]) -> str:
+    """The question narrowed to one compared entity: `JobQueue` + the topic words, if any.
+
+    >>> _subquery("Stripe versus Paypal fees", "Stripe", ["Stripe", "Paypal"])
+    'Stripe fees'
+    """
+    others = {w.lower() for e in compared for w in words(e)}
+    topic = [
+        w
+        for w in words(question)
+        if w.lower() not in STOPWORDS | _COMPARING and w.lower() not in others
+    ]
+    return " ".join([entity, *topic])
+
+
+def build_router(
+    code: BaseRetriever | None,
+    graph: BaseRetriever | None,
+    audit: BaseRetriever | None,
+    selector: BaseSelector | None = None,
+    top_k: int = 8,
+    llm: LLM | None = None,
+) -> ArelaRouterRetriever:
+    """The router over the memories that exist (None = missing), with descriptions any LLM
+    selector can route by. Without `selector`, an `ArelaSelector` with no vocabulary."""
+    given = {"code": code, "graph": graph, "audit": audit}
+    tools = [
+        RetrieverTool(retriever, ToolMetadata(name=name, description=DESCRIPTIONS[name]))
+        for name, retriever in given.items()
+        if retriever is not None
+    ]
+    selector = selector or ArelaSelector(
+        available=[name for name, r in given.items() if r is not None]
+    )
+    return ArelaRouterRetriever(selector, tools, top_k=top_k, llm=llm)
