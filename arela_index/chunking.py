@@ -102,9 +102,14 @@ def chunk_file(
     `definitions` come from parsing the file; None means it was not parsed (a config or unknown
     format: its chunks are `text`), an empty list a parsed file without definitions (`module`).
 
-    >>> nodes = chunk_file(source, "def f():\\n    return 1\\n", [f_definition])  # doctest: +SKIP
-    >>> nodes[0].text.splitlines()[0]                                           # doctest: +SKIP
-    'pkg/a.py:1-2 · function pkg.a.f'
+    >>> from pathlib import Path
+    >>> source = SourceFile("pkg/a.py", Path("pkg/a.py"), "python", 22, "")
+    >>> f = Definition("pkg.a.f", "f", "function", "pkg/a.py", 1, 2, "def f():", None, "pkg.a")
+    >>> print(chunk_file(source, "def f():\\n    return 1\\n", [f])[0].text)
+    pkg/a.py:1-2 · function pkg.a.f
+    <BLANKLINE>
+    def f():
+        return 1
     """
     return _Chunker(file, text, limits).run(definitions)
 
