@@ -38,8 +38,12 @@ class BuildSummary:
     notes: list[str] = field(default_factory=list)
 
     def to_text(self) -> str:
-        langs = ", ".join(f"{lang} {n}" for lang, n in sorted(self.languages.items(), key=lambda kv: -kv[1]))
-        skipped = ", ".join(f"{why} {n}" for why, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]))
+        langs = ", ".join(
+            f"{lang} {n}" for lang, n in sorted(self.languages.items(), key=lambda kv: -kv[1])
+        )
+        skipped = ", ".join(
+            f"{why} {n}" for why, n in sorted(self.skipped.items(), key=lambda kv: -kv[1])
+        )
         rate = self.files / self.seconds if self.seconds else 0.0
         lines = [
             f"{'refreshed' if self.refreshed else 'indexed'} {self.repo} ({self.mode}) in {self.seconds:.1f} s "
@@ -51,7 +55,9 @@ class BuildSummary:
         if self.refreshed:
             lines.append(f"  changed files: {self.changed}, deleted files: {self.deleted}")
         for name, stats in self.memories.items():
-            shown = ", ".join(f"{k} {v}" for k, v in stats.items() if isinstance(v, (int, float, str)) and v != "")
+            shown = ", ".join(
+                f"{k} {v}" for k, v in stats.items() if isinstance(v, (int, float, str)) and v != ""
+            )
             lines.append(f"  {name} memory: {shown}")
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
@@ -113,8 +119,15 @@ def build_index(
         changes = Changes.between(previous[0].files, hashes) if previous else None
         todo = [f for f in scan.files if changes is None or f.path in changes.changed]
         embed_model, embedding = embedder_for_build(config, runtime)
-        if previous and previous[1].embedding and embedding and previous[1].embedding.label != embedding.label:
-            notes.append(f"embedding changed from {previous[1].embedding.label} to {embedding.label}: all re-embedded")
+        if (
+            previous
+            and previous[1].embedding
+            and embedding
+            and previous[1].embedding.label != embedding.label
+        ):
+            notes.append(
+                f"embedding changed from {previous[1].embedding.label} to {embedding.label}: all re-embedded"
+            )
 
         progress = _Progress(len(todo), config.show_progress, "parsing")
         parsed: dict[str, FileSymbols] = {}
@@ -134,14 +147,24 @@ def build_index(
         with new_build(persist_dir) as folder:
             embed_progress = _Progress(len(chunks), config.show_progress, "embedding")
             code = CodeStore.build(
-                chunks, folder / "code", embed_model, embedding,
-                previous=previous[1] if previous else None, progress=embed_progress,
+                chunks,
+                folder / "code",
+                embed_model,
+                embedding,
+                previous=previous[1] if previous else None,
+                progress=embed_progress,
             )
             embed_progress.close()
             graph = GraphStore.build(
-                scan, folder / "graph", previous=previous[2] if previous else None, changes=changes, parsed=parsed
+                scan,
+                folder / "graph",
+                previous=previous[2] if previous else None,
+                changes=changes,
+                parsed=parsed,
             )
-            audit = AuditStore.build(scan, folder / "audit", previous=previous[3] if previous else None, changes=changes)
+            audit = AuditStore.build(
+                scan, folder / "audit", previous=previous[3] if previous else None, changes=changes
+            )
             memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit.stats()}
             seconds = time.perf_counter() - started
             Manifest(
@@ -159,7 +182,8 @@ def build_index(
     return BuildSummary(
         repo=str(scan.root),
         persist_dir=str(persist_dir),
-        mode=runtime.mode + (f", embedding {code.embedding.label}" if code.embedding else ", sparse only"),
+        mode=runtime.mode
+        + (f", embedding {code.embedding.label}" if code.embedding else ", sparse only"),
         refreshed=previous is not None,
         files=len(scan.files),
         languages=dict(scan.by_language()),
@@ -183,4 +207,3 @@ def _load_previous(folder: Path) -> tuple[Manifest, CodeStore, Any, Any]:
         GraphStore.load(folder / "graph"),
         AuditStore.load(folder / "audit"),
     )
-

@@ -44,8 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="build (or --refresh) the index of a repository")
     index.add_argument("path", help="the repository's folder")
     index.add_argument("--persist-dir", help="where the index goes (default: PATH/.arela)")
-    index.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
-    index.add_argument("--refresh", action="store_true", help="re-read only what changed since the last build")
+    index.add_argument(
+        "--offline", action="store_true", help="do not use Ollama even if it answers"
+    )
+    index.add_argument(
+        "--refresh", action="store_true", help="re-read only what changed since the last build"
+    )
     index.set_defaults(func=cmd_index)
     return parser
 
@@ -68,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("ARELA_DEBUG"):
             raise
-        print(f"arela: unexpected {type(exc).__name__}: {exc} (set ARELA_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(
+            f"arela: unexpected {type(exc).__name__}: {exc} (set ARELA_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
 
 

@@ -86,7 +86,12 @@ class CodeStore:
         chunks = list(chunks)
         vectors = None
         if embed_model is not None and embedding is not None and chunks:
-            vectors = _embed(chunks, embed_model, previous if _same_model(previous, embedding) else None, progress)
+            vectors = _embed(
+                chunks,
+                embed_model,
+                previous if _same_model(previous, embedding) else None,
+                progress,
+            )
             embedding = EmbeddingInfo(embedding.provider, embedding.name, int(vectors.shape[1]))
         else:
             embedding = None
@@ -98,10 +103,14 @@ class CodeStore:
         with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
             for c in self.chunks:
                 meta = {k: c.metadata.get(k) for k in METADATA_KEYS}
-                fh.write(json.dumps({"id": c.node_id, "text": c.text, **meta}, ensure_ascii=True) + "\n")
+                fh.write(
+                    json.dumps({"id": c.node_id, "text": c.text, **meta}, ensure_ascii=True) + "\n"
+                )
         if self.vectors is not None and self.embedding is not None:
             np.save(directory / _VECTORS, self.vectors, allow_pickle=False)
-            (directory / _EMBEDDING).write_text(json.dumps(asdict(self.embedding)), encoding="utf-8")
+            (directory / _EMBEDDING).write_text(
+                json.dumps(asdict(self.embedding)), encoding="utf-8"
+            )
         if self.chunks:
             self.bm25.persist(str(directory / _BM25))
 
@@ -121,7 +130,9 @@ class CodeStore:
         vectors, embedding = None, None
         if (directory / _EMBEDDING).exists():
             try:
-                embedding = EmbeddingInfo(**json.loads((directory / _EMBEDDING).read_text(encoding="utf-8")))
+                embedding = EmbeddingInfo(
+                    **json.loads((directory / _EMBEDDING).read_text(encoding="utf-8"))
+                )
             except (ValueError, TypeError) as exc:
                 raise corrupt(directory / _EMBEDDING, str(exc)) from None
             try:
@@ -129,7 +140,10 @@ class CodeStore:
             except (OSError, ValueError) as exc:
                 raise corrupt(directory / _VECTORS, str(exc)) from None
             if vectors.ndim != 2 or vectors.shape != (len(chunks), embedding.dim):
-                raise corrupt(directory / _VECTORS, f"shape {vectors.shape} does not match {len(chunks)} chunks")
+                raise corrupt(
+                    directory / _VECTORS,
+                    f"shape {vectors.shape} does not match {len(chunks)} chunks",
+                )
         bm25 = None
         if chunks:
             from llama_index.retrievers.bm25 import BM25Retriever

@@ -22,7 +22,9 @@ def _env(name: str, default: Any) -> Any:
         if isinstance(default, float):
             return float(raw)
     except ValueError:
-        raise ArelaError(f"environment variable {name}={raw!r} is not a valid {type(default).__name__}") from None
+        raise ArelaError(
+            f"environment variable {name}={raw!r} is not a valid {type(default).__name__}"
+        ) from None
     return raw
 
 
@@ -75,8 +77,14 @@ class ArelaConfig:
         known = {f.name for f in fields(self)}
         unknown = sorted(set(overrides) - known)
         if unknown:
-            raise ArelaError(f"unknown setting(s): {', '.join(unknown)} (see ArelaConfig for the list)")
+            raise ArelaError(
+                f"unknown setting(s): {', '.join(unknown)} (see ArelaConfig for the list)"
+            )
         return replace(self, **overrides)
 
     def persist_path(self, repo_root: Path) -> Path:
-        return Path(self.persist_dir).expanduser().resolve() if self.persist_dir else repo_root / ".arela"
+        return (
+            Path(self.persist_dir).expanduser().resolve()
+            if self.persist_dir
+            else repo_root / ".arela"
+        )

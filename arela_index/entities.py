@@ -13,7 +13,9 @@ from arela_index.text import STOPWORDS, split_identifier
 
 _BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
 _QUOTED = re.compile(r"""(?<![\w])["']([\w./:-]{2,120})["'](?![\w])""")
-_PATHLIKE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])")
+_PATHLIKE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])"
+)
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?")
 _WORD = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(\(\))?")
 
@@ -32,7 +34,9 @@ class Mentions:
 
 
 def _is_path(token: str) -> bool:
-    return "/" in token or (detect_language(token) is not None and "." in token and not token.endswith("."))
+    return "/" in token or (
+        detect_language(token) is not None and "." in token and not token.endswith(".")
+    )
 
 
 def extract_mentions(question: str) -> Mentions:
@@ -159,7 +163,9 @@ class Vocabulary:
             if not extend(found.paths, self.paths_named(path)):
                 found.unknown.append(path)
         for word in mentions.words:
-            extend(found.symbols, [s for s in self.symbols_named(word) if s.rsplit(".", 1)[-1] == word])
+            extend(
+                found.symbols, [s for s in self.symbols_named(word) if s.rsplit(".", 1)[-1] == word]
+            )
             if word.lower() in self._authors:
                 extend(found.authors, [self._authors[word.lower()]])
             elif len(word) > 3:

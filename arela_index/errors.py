@@ -24,4 +24,6 @@ class OllamaUnavailable(ArelaError):
 
 def corrupt(file: object, detail: str) -> IndexProblem:
     """The error for an index file that cannot be read back: names the file and the way out."""
-    return IndexProblem(f"index file {file} is unreadable ({detail}); rebuild the index with `arela index <repo>`")
+    return IndexProblem(
+        f"index file {file} is unreadable ({detail}); rebuild the index with `arela index <repo>`"
+    )

@@ -79,7 +79,12 @@ class ArelaIndex:
         config = ArelaConfig().with_(**settings)
         root = resolve_root(path)
         runtime = detect(config)
-        summary = build_index(root, config, runtime, refresh=refresh and _existing(config.persist_path(root)) is not None)
+        summary = build_index(
+            root,
+            config,
+            runtime,
+            refresh=refresh and _existing(config.persist_path(root)) is not None,
+        )
         return cls(_require(config.persist_path(root)), config, runtime, summary)
 
     @classmethod
@@ -118,12 +123,96 @@ class ArelaIndex:
     def graph_retriever(self, top_k: int | None = None) -> Any:
         from arela_index.retrievers.graph import CodeGraphRetriever
 
-        return CodeGraphRetriever(self.graph, top_k=top_k or self.config.graph_fanout, fanout=self.config.graph_fanout)
+        return CodeGraphRetriever(
+            self.graph, top_k=top_k or self.config.graph_fanout, fanout=self.config.graph_fanout
+        )
 
     def audit_retriever(self, top_k: int | None = None) -> Any:
         from arela_index.retrievers.audit import AuditLogRetriever
 
-        return AuditLogRetriever(self.audit, vocabulary=self.vocabulary, top_k=top_k or self.config.top_k)
+        return AuditLogRetriever(
+            self.audit, vocabulary=self.vocabulary, top_k=top_k or self.config.top_k
+        )
+
+
+    # -- querying ------------------------------------------------------------------------------
+
+    def _llm(self, model: str, timeout: float) -> Any:
+        """An Ollama model when it is there; None offline (the caller takes its offline path)."""
+        if not (self.runtime.online and self.runtime.has_model(model)):
+            return None
+        from arela_index.ollama import make_llm
+
+        return make_llm(self.config, model, timeout)
+
+    def selector(self) -> Any:
+        """The ArelaSelector over this index's memories and vocabulary."""
+        from arela_index.selectors.arela_selector import ArelaSelector
+
+        return ArelaSelector(
+            self.vocabulary,
+            available=self.available_memories(),
+            llm=self._llm(self.config.router_model, self.config.router_timeout),
+            embed_model=self.embed_model,
+        )
+
+    def as_retriever(self, top_k: int | None = None, **_: Any) -> Any:
+        """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
+        from arela_index.engines import ArelaRetriever
+        from arela_index.grading import RelevanceGrader
+        from arela_index.retrievers.router import build_router
+
+        top_k = top_k or self.config.top_k
+        available = set(self.available_memories())
+        retrievers = {
+            name: make(top_k)
+            for name, make in (
+                ("code", self.code_retriever), ("graph", self.graph_retriever), ("audit", self.audit_retriever)
+            )
+            if name in available
+        }
+        selector = self.selector()
+        router = build_router(retrievers.get("code"), retrievers.get("graph"), retrievers.get("audit"), selector, top_k)
+        grader = RelevanceGrader(
+            retrievers=retrievers,
+            vocabulary=self.vocabulary,
+            llm=self._llm(self.config.router_model, self.config.router_timeout),
+            route=selector.route,
+            max_retries=self.config.max_retries,
+        )
+        return ArelaRetriever(router, grader)
+
+    def as_query_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
+        """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
+        from arela_index.engines import ArelaQueryEngine, CitedSynthesizer
+
+        llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
+        return ArelaQueryEngine(self.as_retriever(top_k), CitedSynthesizer(llm))
+
+    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
+        """Condense + context chat over the routed retriever (offline: name carry-over, cited context)."""
+        from arela_index.engines import OfflineChatEngine
+
+        llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
+        if llm is None:
+            return OfflineChatEngine(self.as_query_engine(top_k=top_k))
+        from llama_index.core.chat_engine import CondensePlusContextChatEngine
+
+        return CondensePlusContextChatEngine.from_defaults(retriever=self.as_retriever(top_k), llm=llm)
+
+    def as_tool(self, name: str = "repository_context", llm: Any = None, **_: Any) -> Any:
+        """A `QueryEngineTool` an agent can call with a full question about this repository."""
+        from llama_index.core.tools import QueryEngineTool
+
+        return QueryEngineTool.from_defaults(
+            query_engine=self.as_query_engine(llm=llm),
+            name=name,
+            description=(
+                f"Answers questions about the code repository {self.root.name}: what code does and how to "
+                "use it, who calls / imports / inherits what and where symbols are defined, and when, "
+                "why and by whom things changed. Input: one full question."
+            ),
+        )
 
 
 def _existing(persist_dir: Path) -> Path | None:

@@ -9,14 +9,34 @@ from typing import Any, Literal
 from llama_index.core.schema import NodeWithScore, TextNode
 
 Memory = Literal["code", "graph", "audit"]
-Kind = Literal["function", "class", "method", "module", "doc", "relation", "commit", "decision", "summary", "text"]
+Kind = Literal[
+    "function",
+    "class",
+    "method",
+    "module",
+    "doc",
+    "relation",
+    "commit",
+    "decision",
+    "summary",
+    "text",
+]
 
 # The keys every node carries (None where they do not apply), in the order a reader sees them.
 LOCATION_KEYS = ("memory", "file_path", "start_line", "end_line", "language", "symbol", "kind")
 AUDIT_KEYS = ("commit", "author", "date")
 METADATA_KEYS = LOCATION_KEYS + AUDIT_KEYS
 # Bookkeeping never reaches an LLM or an embedder: it would change what they see between runs.
-BOOKKEEPING_KEYS = ("score", "grade", "verdict", "attempt", "retriever", "trace", "relation", "rank")
+BOOKKEEPING_KEYS = (
+    "score",
+    "grade",
+    "verdict",
+    "attempt",
+    "retriever",
+    "trace",
+    "relation",
+    "rank",
+)
 
 
 def node_id(memory: str, *parts: object) -> str:

@@ -50,7 +50,9 @@ class Manifest:
     languages: dict[str, int] = field(default_factory=dict)
 
     def save(self, folder: Path) -> None:
-        (folder / _MANIFEST).write_text(json.dumps(asdict(self), indent=1, sort_keys=True), encoding="utf-8")
+        (folder / _MANIFEST).write_text(
+            json.dumps(asdict(self), indent=1, sort_keys=True), encoding="utf-8"
+        )
 
     @classmethod
     def read(cls, folder: Path) -> Manifest:

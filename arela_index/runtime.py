@@ -18,9 +18,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("arela_index")
 _said: set[str] = set()
 
-OFFLINE_GAIN = (
-    "starting Ollama adds {embed} embeddings, an LLM for ambiguous routing and grading, and written answers"
-)
+OFFLINE_GAIN = "starting Ollama adds {embed} embeddings, an LLM for ambiguous routing and grading, and written answers"
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,9 @@ def detect(config: ArelaConfig) -> Runtime:
 
     status = probe(config)
     if not status.reachable:
-        return Runtime(False, reason=status.error or f"Ollama did not answer at {config.ollama_host}")
+        return Runtime(
+            False, reason=status.error or f"Ollama did not answer at {config.ollama_host}"
+        )
     return Runtime(True, status)
 
 
@@ -57,14 +57,18 @@ def say_offline_once(config: ArelaConfig, runtime: Runtime) -> str | None:
     """The one clear notice that we run offline and what Ollama would add (logged once per process)."""
     if runtime.online:
         return None
-    note = f"arela-index runs offline ({runtime.reason}); " + OFFLINE_GAIN.format(embed=config.embed_model)
+    note = f"arela-index runs offline ({runtime.reason}); " + OFFLINE_GAIN.format(
+        embed=config.embed_model
+    )
     if note not in _said:
         _said.add(note)
         log.warning(note)
     return note
 
 
-def embedder_for_build(config: ArelaConfig, runtime: Runtime) -> tuple[BaseEmbedding | None, EmbeddingInfo | None]:
+def embedder_for_build(
+    config: ArelaConfig, runtime: Runtime
+) -> tuple[BaseEmbedding | None, EmbeddingInfo | None]:
     """Ollama's embedding model when it is there, else the static model shipped in the package, else none."""
     if runtime.online and runtime.has_model(config.embed_model):
         from arela_index.ollama import make_embedding
@@ -99,7 +103,10 @@ def embedder_for_index(
             f"{config.embed_model!r}: set ARELA_EMBED_MODEL={info.name} or rebuild with `arela index <repo>`"
         )
     if not (runtime.online and runtime.has_model(info.name)):
-        return None, f"dense retrieval is off: the index uses Ollama model {info.name!r}, which is not available now"
+        return (
+            None,
+            f"dense retrieval is off: the index uses Ollama model {info.name!r}, which is not available now",
+        )
     from arela_index.ollama import make_embedding
 
     return make_embedding(config), None

@@ -57,5 +57,7 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
 def expand_identifiers(text: str) -> str:
     """The text followed by the split parts of its compound identifiers, for analysers that split on \\W only."""
-    extra = [" ".join(split_identifier(w)) for w in set(words(text)) if len(split_identifier(w)) > 1]
+    extra = [
+        " ".join(split_identifier(w)) for w in set(words(text)) if len(split_identifier(w)) > 1
+    ]
     return text + ("\n" + "\n".join(sorted(extra)) if extra else "")
