@@ -7,7 +7,7 @@ import builtins
 from collections import Counter
 from dataclasses import dataclass, field
 
-from arela_index.symbols import Definition, FileSymbols, Reference
+from arela_index.symbols import Definition, FileSymbols
 
 _BUILTINS = frozenset(dir(builtins))
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -318,7 +318,7 @@ class _Extractor:
             expr = base.value if isinstance(base, ast.Subscript) else base
             target, precise = self._resolve_name(expr, chain)
             if target and target != "object":
-                self._ref(qualname, target, "inherits", base.lineno, precise)
+                self.result.refer(qualname, target, "inherits", base.lineno, precise)
         body = _walk_scope(node.body)
         scope = _Scope(qualname, "class", members=frozenset(d.name for d in body.defs))
         self._body(node.body, scope, [*chain, scope], body)
@@ -351,20 +351,6 @@ class _Extractor:
 
     # -- references --------------------------------------------------------------------------
 
-    def _ref(
-        self,
-        source: str,
-        target: str,
-        relation: str,
-        line: int,
-        resolved: bool,
-        owner: str | None = None,
-        inherited_only: bool = False,
-    ) -> None:
-        self.result.references.append(
-            Reference(source, target, relation, line, resolved, owner, inherited_only)
-        )
-
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -376,7 +362,7 @@ class _Extractor:
             ]
         for target in targets:
             if target:
-                self._ref(self.module, target, "imports", node.lineno, True)
+                self.result.refer(self.module, target, "imports", node.lineno, True)
 
     def _resolve_name(self, expr: ast.expr, chain: list[_Scope]) -> tuple[str | None, bool]:
         """(qualname, True) for a dotted name bound in scope, else (the name as written, False)."""
@@ -396,36 +382,38 @@ class _Extractor:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
             inner = func.value.func
             if isinstance(inner, ast.Name) and inner.id == "super" and scope.cls:
-                self._ref(source, func.attr, "calls", line, False, scope.cls, inherited_only=True)
+                self.result.refer(
+                    source, func.attr, "calls", line, False, scope.cls, inherited_only=True
+                )
             else:  # a method of whatever the inner call returns
-                self._ref(source, func.attr, "calls", line, False)
+                self.result.refer(source, func.attr, "calls", line, False)
             return
         parts = _dotted(func)
         if parts is None:
             if isinstance(func, ast.Attribute):
-                self._ref(source, func.attr, "calls", line, False)
+                self.result.refer(source, func.attr, "calls", line, False)
             return
         head, rest = parts[0], parts[1:]
         if head == scope.self_name and scope.cls and len(rest) == 1:
             if rest[0] in scope.members:
-                self._ref(source, f"{scope.cls}.{rest[0]}", "calls", line, True)
+                self.result.refer(source, f"{scope.cls}.{rest[0]}", "calls", line, True)
             else:
-                self._ref(source, rest[0], "calls", line, False, scope.cls)
+                self.result.refer(source, rest[0], "calls", line, False, scope.cls)
             return
         for s in reversed(chain):
             if head in s.symbols:
-                self._ref(source, ".".join([s.symbols[head], *rest]), "calls", line, True)
+                self.result.refer(source, ".".join([s.symbols[head], *rest]), "calls", line, True)
                 return
             if head in s.instances and len(rest) == 1:
-                self._ref(source, rest[0], "calls", line, False, s.instances[head])
+                self.result.refer(source, rest[0], "calls", line, False, s.instances[head])
                 return
             if head in s.opaque or head in s.instances:
                 # A call through a variable: only a method name on it says anything.
                 if rest:
-                    self._ref(source, rest[-1], "calls", line, False)
+                    self.result.refer(source, rest[-1], "calls", line, False)
                 return
         if head in _BUILTINS:
             if rest:
-                self._ref(source, rest[-1], "calls", line, False)
+                self.result.refer(source, rest[-1], "calls", line, False)
             return
-        self._ref(source, ".".join(parts), "calls", line, False)
+        self.result.refer(source, ".".join(parts), "calls", line, False)

@@ -2,10 +2,11 @@
 
 Module names: a Python file is named by its import path (`src/click/core.py` -> `click.core`,
 `pkg/__init__.py` -> `pkg`), with a leading `src/` dropped as a source root. Any other file is
-named by its path without the extension, folders joined by dots (`web/app/main.go` ->
+named by its path without the extension, folders joined by dots (`web/app/main.js` ->
 `web.app.main`); a C/C++ header keeps a `_h` mark (`include/util.h` -> `include.util_h`) so it
-does not collide with the `.c` file of the same name. Definitions are named below their module
-(`click.core.Option.get_default`).
+does not collide with the `.c` file of the same name. A Go package is its folder, so every file
+of `web/app/` belongs to module `web.app` (a method and its type may live in different files).
+Definitions are named below their module (`click.core.Option.get_default`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ _HEADERS = frozenset({".h", ".hh", ".hpp", ".hxx"})
 def module_name(path: str, language: str) -> str:
     """The dotted module name a file's symbols live under.
 
-    >>> module_name("src/click/core.py", "python"), module_name("web/app/main.go", "go")
+    >>> module_name("src/click/core.py", "python"), module_name("web/app/main.js", "javascript")
     ('click.core', 'web.app.main')
+    >>> module_name("web/app/main.go", "go")
+    'web.app'
     """
     pure = PurePosixPath(path)
     parts = list(pure.parent.parts)
@@ -35,6 +38,9 @@ def module_name(path: str, language: str) -> str:
         if parts and parts[0] in _SOURCE_ROOTS and len(parts) > 1:
             parts = parts[1:]
         if stem != "__init__":
+            parts.append(stem)
+    elif language == "go":
+        if not parts:
             parts.append(stem)
     else:
         if pure.suffix.lower() in _HEADERS:
@@ -49,6 +55,10 @@ def parse_text(path: str, language: str, text: str) -> FileSymbols:
     module = module_name(path, language)
     if language == "python":
         return parse_python(path, module, text)
+    from arela_index.parse_treesitter import parse_treesitter, supports
+
+    if supports(language):
+        return parse_treesitter(path, language, module, text)
     return FileSymbols(
         path=path, language=language, module=module, error=f"no parser for {language}"
     )
@@ -66,4 +76,8 @@ def extract_symbols(file: SourceFile, text: str) -> FileSymbols:
 
 def parses(language: str) -> bool:
     """Whether `extract_symbols` understands files of this language."""
-    return language == "python"
+    if language == "python":
+        return True
+    from arela_index.parse_treesitter import supports
+
+    return supports(language)

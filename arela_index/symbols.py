@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 # Kinds a Definition may have; the chunker cuts code at every kind but `module`.
@@ -68,18 +68,51 @@ class FileSymbols:
     error: str | None = None
     bindings: dict[str, str] = field(default_factory=dict)
 
+    def refer(
+        self,
+        source: str,
+        target: str,
+        relation: str,
+        line: int,
+        resolved: bool,
+        owner: str | None = None,
+        inherited_only: bool = False,
+    ) -> None:
+        """Record one reference this file makes."""
+        self.references.append(
+            Reference(source, target, relation, line, resolved, owner, inherited_only)
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict; `from_json` reads it back."""
-        return asdict(self)
+        """A compact JSON-able dict (definitions, references as rows); `from_json` reads it."""
+        return {
+            "path": self.path,
+            "language": self.language,
+            "module": self.module,
+            "error": self.error,
+            "bindings": self.bindings,
+            "definitions": [
+                [d.qualname, d.name, d.kind, d.start_line, d.end_line, d.signature, d.doc, d.parent]
+                for d in self.definitions
+            ],
+            "references": [
+                [r.source, r.target, r.relation, r.line, r.resolved, r.owner, r.inherited_only]
+                for r in self.references
+            ],
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FileSymbols:
+        path = data["path"]
         return cls(
-            path=data["path"],
+            path=path,
             language=data["language"],
             module=data["module"],
-            definitions=[Definition(**d) for d in data.get("definitions", ())],
-            references=[Reference(**r) for r in data.get("references", ())],
+            definitions=[
+                Definition(q, n, k, path, s, e, sig, doc, p)
+                for q, n, k, s, e, sig, doc, p in data["definitions"]
+            ],
+            references=[Reference(*row) for row in data["references"]],
             error=data.get("error"),
-            bindings=dict(data.get("bindings", {})),
+            bindings=dict(data.get("bindings") or {}),
         )
