@@ -23,10 +23,10 @@ def scanned(repo: GitRepo, files: dict[str, str | bytes]) -> dict[str, SourceFil
     return {f.path: f for f in scan_repository(repo.root).files}
 
 
-def line_of(text: str, needle: str, after: int = 0) -> int:
-    """1-based number of the first line after line `after` that contains `needle`."""
+def line_of(text: str, needle: str, after: int = 0, exact: bool = False) -> int:
+    """1-based number of the first line after line `after` that contains (or is) `needle`."""
     for number, line in enumerate(text.split("\n"), 1):
-        if number > after and needle in line:
+        if number > after and (line == needle if exact else needle in line):
             return number
     raise AssertionError(f"{needle!r} not in text")
 
@@ -531,3 +531,109 @@ def test_windows_end_at_a_blank_line_when_one_is_near(git_repo: GitRepo) -> None
     assert len(nodes) >= 3
     for node in nodes[:-1]:
         assert not lines[node.metadata["end_line"]].strip(), "a window ends where a block ends"
+
+
+GO_SERVER = """package server
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Handler answers health checks and echoes the service's name and version as JSON.
+type Handler struct {
+	Name    string
+	Version string
+	Started int64
+}
+
+// ServeHTTP writes the handler's name and version as JSON, or a 405 for anything but GET.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "only GET is allowed here", http.StatusMethodNotAllowed)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]string{"name": h.Name, "version": h.Version})
+}
+
+// NewHandler makes a handler with a name and a version, started now.
+func NewHandler(name, version string) *Handler {
+	return &Handler{Name: name, Version: version, Started: time.Now().Unix()}
+}
+"""
+
+TS_CART = """import { Item } from "./item";
+
+/** Anything that can say what it costs, in cents, taxes included. */
+export interface Priced {
+  priceInCents(): number;
+  currency(): string;
+}
+
+export class Cart implements Priced {
+  private readonly items: Item[] = [];
+
+  /** Adds an item; the same item twice counts twice, as on a receipt. */
+  add(item: Item): void {
+    this.items.push(item);
+    this.items.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  priceInCents(): number {
+    return this.items.reduce((sum, item) => sum + item.priceInCents(), 0);
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "expected"),
+    [
+        (
+            "server/handler.go",
+            GO_SERVER,
+            [
+                # the package clause and imports are too small alone: they open the first chunk
+                ("Handler", "class", "package server", "}"),
+                ("ServeHTTP", "method", "// ServeHTTP writes", "}"),
+                ("NewHandler", "function", "// NewHandler makes", "}"),
+            ],
+        ),
+        (
+            "web/cart.ts",
+            TS_CART,
+            [("Priced", "class", "import {", "}"), ("Cart", "class", "export class Cart", "}")],
+        ),
+        (
+            "src/shop/Basket.java",
+            java_basket(12),
+            [
+                ("Basket", "class", "package shop", "    private int discount;"),
+                ("Basket", "method", "    // A basket holding", "    }"),
+                ("toString", "method", "    @Override", "    }"),
+                *[(f"total{i}", "method", f"    public int total{i}(", "    }") for i in range(11)],
+                ("total11", "method", "    public int total11(", "}"),
+            ],
+        ),
+    ],
+)
+def test_real_extraction_cuts_other_languages_at_their_definitions(
+    git_repo: GitRepo, path: str, text: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    """Definitions from the tree-sitter parser: a chunk per definition, from its leading comment
+    to its last line; a big class as its head and its methods."""
+    file = scanned(git_repo, {path: text})[path]
+    symbols = extract_symbols(file, text)
+    assert symbols.error is None
+    nodes = chunk_file(file, text, symbols.definitions)
+    check_chunks(file, nodes)
+    want = []
+    for name, kind, first, last in expected:
+        start = line_of(text, first)
+        want.append((start, line_of(text, last, start, exact=True), kind, name))
+    got = [
+        (start, end, kind, symbol.rpartition(".")[2]) for start, end, kind, symbol in spans(nodes)
+    ]
+    assert got == want
+    qualnames = {d.qualname for d in symbols.definitions}
+    assert all(n.metadata["symbol"] in qualnames for n in nodes)
