@@ -42,7 +42,7 @@ from arela_index.selectors.llm_stage import (
     LLMVerdict,
 )
 from arela_index.selectors.prototypes import Prototypes
-from arela_index.selectors.tools import closest_tool, memory_indexes, memory_of
+from arela_index.selectors.tools import closest_tool, description_terms, memory_indexes, memory_of
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
@@ -227,8 +227,14 @@ class ArelaSelector(BaseSelector):
             ]
             tools = memory_indexes(metas)
         available = [m for m in self.available if tools is None or m in tools]
+        terms = self._terms
+        if metas and len(tools or ()) < len(metas):
+            # Tools that are no memory define their own scope: the words they describe.
+            terms = terms | description_terms(
+                m for i, m in enumerate(metas) if i not in (tools or {}).values()
+            )
         with _timed(route, "rules"):
-            entities = read_entities(text, self.vocabulary, self._terms)
+            entities = read_entities(text, self.vocabulary, terms)
             route.entities = entities.known
             rules = read_rules(text, self._author_cues(text, entities))
             if not rules.cues:

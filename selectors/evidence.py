@@ -164,8 +164,13 @@ _BETWEEN = re.compile(
     r"\b(?:between|compare|comparing)\s+(.+?)\s+(?:and|with|to|vs\.?|versus)\s+(.+?)(?:[?.!:;,]|\s+(?:for|in|when|on|regarding)\b|$)",
     re.IGNORECASE,
 )
+_THAN = re.compile(
+    r"\b(?:is|are|was|were)\s+(.+?)\s+(?:\w+er|more \w+|preferable)\s+(?:than|to)\s+(.+?)"
+    r"(?:[?.!:;,]|\s+(?:for|in|when|on|regarding)\b|$)",
+    re.IGNORECASE,
+)
 _VERSUS = re.compile(
-    r"([\w.`/()-]+)\s+(?:vs\.?|versus|or|and|compared (?:to|with)|differ(?:s)? from|than)"
+    r"([\w.`/()-]+)\s+(?:vs\.?|versus|or|and|compared (?:to|with)|differ(?:s)? from)"
     r"\s+([\w.`/()-]+)",
     re.IGNORECASE,
 )
@@ -182,7 +187,7 @@ def compared_entities(question: str, entities: Entities) -> list[str]:
     names = [*entities.mentions.names, *entities.mentions.paths]
     if len(names) >= 2:
         return names[:4]
-    for pattern in (_BETWEEN, _VERSUS):
+    for pattern in (_BETWEEN, _THAN, _VERSUS):
         match = pattern.search(question)
         if match:
             pair = [_trim(match.group(1)), _trim(match.group(2))]

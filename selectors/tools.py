@@ -7,9 +7,9 @@ graph and audit memories among any tools, in any order, named anything.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from arela_index.selectors.evidence import stem
+from arela_index.selectors.evidence import stem, variants
 from arela_index.selectors.intents import MEMORIES
 from llama_index.core.tools.types import ToolMetadata
 
@@ -24,7 +24,7 @@ _DESCRIBES = {
         r"\b(?:graph|callers?|callees?|calls|imports?|inherit\w*|subclass\w*|symbols?|definitions?|dependenc\w*|relations?)\b"
     ),
     "audit": re.compile(
-        r"\b(?:history|commits?|git|log|changes?|changed|authors?|changelog|decisions?|adrs?|blame|releases?)\b"
+        r"\b(?:audit|history|commits?|git|log|changes?|changed|authors?|changelog|decisions?|adrs?|blame|releases?)\b"
     ),
 }
 
@@ -40,6 +40,8 @@ def memory_of(tool: ToolMetadata) -> str | None:
     name = (tool.name or "").lower()
     if name in MEMORIES:
         return name
+    if tool.description.strip().lower() in MEMORIES:  # plain-string choices are descriptions
+        return tool.description.strip().lower()
     named = [m for m in MEMORIES if re.search(rf"(?:^|[^a-z]){m}(?:$|[^a-z])", name)]
     if len(named) == 1:
         return named[0]
@@ -70,3 +72,10 @@ def closest_tool(question: str, tools: Sequence[ToolMetadata]) -> tuple[int, flo
         if score > best_score:
             best, best_score = index, score
     return best, max(best_score, 0.0)
+
+
+def description_terms(tools: Iterable[ToolMetadata]) -> frozenset[str]:
+    """The words tools describe themselves with, for judging whether a question is theirs."""
+    return frozenset(
+        v for tool in tools for t in tokenize(tool.description) if len(t) > 2 for v in variants(t)
+    )
