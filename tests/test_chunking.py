@@ -632,7 +632,8 @@ def test_real_extraction_cuts_other_languages_at_their_definitions(
         start = line_of(text, first)
         want.append((start, line_of(text, last, start, exact=True), kind, name))
     got = [
-        (start, end, kind, symbol.rpartition(".")[2]) for start, end, kind, symbol in spans(nodes)
+        (start, end, kind, (symbol or "").rpartition(".")[2])
+        for start, end, kind, symbol in spans(nodes)
     ]
     assert got == want
     qualnames = {d.qualname for d in symbols.definitions}
