@@ -8,6 +8,7 @@ questions ("what did Alice change?", "what changed in March?") have real answers
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gitrepo import GitRepo
 from llama_index.core.retrievers import BaseRetriever
@@ -290,52 +291,58 @@ func main() {
 }
 
 
-def build_taskq(root: Path) -> GitRepo:
-    """taskq with a short history by three people, the Redis backend arriving in March 2024."""
-    repo = GitRepo(root)
-    repo.commit(
+# (files, message, author, date) commits, and tag names, in order.
+TASKQ_HISTORY: list[Any] = [
+    (
         TASKQ_V1,
         "Initial scheduler, workers and SQLite storage",
-        author="Alice Martin",
-        date="2024-01-15T10:00:00+00:00",
-    )
-    repo.commit(
+        "Alice Martin",
+        "2024-01-15T10:00:00+00:00",
+    ),
+    (
         {"src/taskq/worker.py": TASKQ_V1["src/taskq/worker.py"].replace("base=0.5", "base=1.0")},
         "Slow down retry backoff: workers hammered the database",
-        author="Bob Chen",
-        date="2024-02-10T09:30:00+00:00",
-    )
-    repo.tag("v0.1.0")
-    repo.commit(
-        TASKQ_REDIS,
-        "Add Redis storage backend",
-        author="Carol Diaz",
-        date="2024-03-18T16:00:00+00:00",
-    )
-    repo.commit(
+        "Bob Chen",
+        "2024-02-10T09:30:00+00:00",
+    ),
+    "v0.1.0",
+    (TASKQ_REDIS, "Add Redis storage backend", "Carol Diaz", "2024-03-18T16:00:00+00:00"),
+    (
         {"src/taskq/config.py": TASKQ_V1["src/taskq/config.py"] + "\n# TASKQ_ prefix is fixed\n"},
         "Document the TASKQ_ environment prefix in load_config",
-        author="Alice Martin",
-        date="2024-03-25T11:00:00+00:00",
-    )
+        "Alice Martin",
+        "2024-03-25T11:00:00+00:00",
+    ),
+]
+SHOP_HISTORY: list[Any] = [
+    (SHOP, "Cart, checkout and Stripe payments", "Dana Okafor", "2024-05-02T08:00:00+00:00"),
+    (
+        {"src/cart.ts": SHOP["src/cart.ts"].replace("0.9", "0.85")},
+        "Bigger discount over 100",
+        "Evan Price",
+        "2024-06-11T14:00:00+00:00",
+    ),
+]
+
+
+def build(root: Path, history: list[Any]) -> GitRepo:
+    repo = GitRepo(root)
+    for step in history:
+        if isinstance(step, str):
+            repo.tag(step)
+        else:
+            files, message, author, date = step
+            repo.commit(files, message, author=author, date=date)
     return repo
+
+
+def build_taskq(root: Path) -> GitRepo:
+    """taskq with a short history by three people, the Redis backend arriving in March 2024."""
+    return build(root, TASKQ_HISTORY)
 
 
 def build_shop(root: Path) -> GitRepo:
-    repo = GitRepo(root)
-    repo.commit(
-        SHOP,
-        "Cart, checkout and Stripe payments",
-        author="Dana Okafor",
-        date="2024-05-02T08:00:00+00:00",
-    )
-    repo.commit(
-        {"src/cart.ts": SHOP["src/cart.ts"].replace("0.9", "0.85")},
-        "Bigger discount over 100",
-        author="Evan Price",
-        date="2024-06-11T14:00:00+00:00",
-    )
-    return repo
+    return build(root, SHOP_HISTORY)
 
 
 BUILDERS = {"taskq": build_taskq, "shop": build_shop}
