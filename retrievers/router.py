@@ -276,7 +276,7 @@ def _subquery(question: str, entity: str, compared: Sequence[str]) -> str:
     topic = [
         w
         for w in words(question)
-        if w.lower() not in STOPWORDS | _COMPARING and w.lower() not in others
+        if len(w) > 1 and w.lower() not in STOPWORDS | _COMPARING and w.lower() not in others
     ]
     return " ".join([entity, *topic])
 
