@@ -158,7 +158,7 @@ class Resolver:
                 found = self._by_tail(target, fs, shortest=2)
                 if found:
                     return found, False
-            return EXTERNAL + target, False
+            return EXTERNAL + target, ref.resolved
         kinds = CLASS_KINDS if ref.relation == "inherits" else CALLABLE_KINDS | CLASS_KINDS
         found = self._nearest(
             [q for q in self.by_name.get(target, ()) if self.defs[q].kind in kinds], fs

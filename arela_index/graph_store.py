@@ -18,7 +18,6 @@ from arela_index.graph_resolve import EXTERNAL, Resolver
 from arela_index.parsing import extract_symbols, parses
 from arela_index.scanner import ScanResult, SourceFile
 from arela_index.symbols import CLASS_KINDS, FileSymbols
-from arela_index.text import split_identifier
 
 GRAPH_FILE = "graph.json"
 SYMBOLS_FILE = "symbols.json"
@@ -57,6 +56,7 @@ class GraphStore:
         self._files = files
         self._digests = digests
         self._symbols_file = symbols_file
+        self._trigrams: dict[str, set[str]] | None = None
         if files is not None:
             graph.graph["files"] = {
                 p: {"module": f.module, "language": f.language, "error": f.error}
@@ -210,7 +210,7 @@ class GraphStore:
 
     # -- finding symbols ---------------------------------------------------------------------
 
-    def find(self, name: str) -> tuple[list[str], str]:
+    def find(self, name: str, fuzzy: bool = True) -> tuple[list[str], str]:
         """Symbols a name may mean, and how they were found: exact, case, suffix, closest, external.
 
         More than one result means the name is ambiguous; the caller shows the candidates.
@@ -227,7 +227,7 @@ class GraphStore:
         if tails:
             exact_case = [q for q in tails if q.endswith("." + name)]
             return sorted(exact_case or tails), "suffix"
-        close = self._closest(name)
+        close = self._closest(name) if fuzzy else []
         if close:
             return close, "closest"
         if EXTERNAL + name in self.graph:
@@ -235,14 +235,33 @@ class GraphStore:
         return [], "none"
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
+        """Symbols whose last name is spelled most like `name` (typos, other casing, plurals)."""
         last = name.rpartition(".")[2].lower()
-        pool = {n for token in split_identifier(last) for n in self._names_by_token.get(token, ())}
-        scored = sorted(
-            ((SequenceMatcher(None, last, n).ratio(), n) for n in pool),
-            key=lambda pair: (-pair[0], pair[1]),
+        if len(last) < 4:
+            return []
+        trigrams = self._trigrams
+        if trigrams is None:  # built on first use: most questions name symbols exactly
+            trigrams = defaultdict(set)
+            for known in {q.rpartition(".")[2].lower() for q in self._defined}:
+                for gram in _grams(known):
+                    trigrams[gram].add(known)
+            self._trigrams = trigrams
+        shared = Counter(n for gram in _grams(last) for n in trigrams.get(gram, ()))
+        matcher = SequenceMatcher(b=last)
+        scored = []
+        for known, _ in shared.most_common(50):
+            matcher.set_seq1(known)
+            if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
+                scored.append((matcher.ratio(), known))
+        best = [n for score, n in sorted(scored, key=lambda p: (-p[0], p[1])) if score >= cutoff][
+            :limit
+        ]
+        if not best:
+            return []
+        top = max(score for score, n in scored if n in best)
+        return sorted(
+            {q for score, n in scored if n in best and score == top for q in self._by_tail[n]}
         )
-        best = [n for score, n in scored if score >= cutoff][:limit]
-        return sorted({q for n in best for q in self._by_tail.get(n, ())})
 
     # -- relations ---------------------------------------------------------------------------
 
@@ -392,15 +411,12 @@ class GraphStore:
         self._defined = sorted(n for n, a in nodes(data=True) if a.get("kind") != "external")
         self._by_lower: dict[str, list[str]] = defaultdict(list)
         self._by_tail: dict[str, list[str]] = defaultdict(list)
-        self._names_by_token: dict[str, set[str]] = defaultdict(set)
         self._modules_by_path: dict[str, str] = {}
         for qualname in self._defined:
             self._by_lower[qualname.lower()].append(qualname)
             parts = qualname.lower().split(".")
             for i in range(1, len(parts)):
                 self._by_tail[".".join(parts[i:])].append(qualname)
-            for token in split_identifier(parts[-1]):
-                self._names_by_token[token].add(parts[-1])
         for path, info in self.graph.graph.get("files", {}).items():
             if not info.get("error"):
                 self._modules_by_path[path.lower()] = info["module"]
@@ -408,6 +424,11 @@ class GraphStore:
         for u, v, key, line in self.graph.edges(keys=True, data="line"):
             if key == "calls" and nodes[v].get("kind") != "external":
                 self._calls_out[u].append((v, line))
+
+
+def _grams(word: str) -> set[str]:
+    padded = f"^{word}$"
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
 def _extract(source: SourceFile) -> FileSymbols:

@@ -1,0 +1,295 @@
+"""CodeGraphRetriever: who calls, imports, inherits or contains what, from the symbol graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from arela_index.graph_questions import Entity, understand
+from arela_index.graph_resolve import EXTERNAL
+from arela_index.graph_store import GraphStore, Link
+from arela_index.nodes import make_node, node_id, normalise
+
+# How a related symbol stands to the subject, as the first line of its node says it.
+_PHRASES = {
+    "callers": "calls",
+    "callees": "is called by",
+    "importers": "imports",
+    "imports": "is imported by",
+    "subclasses": "inherits from",
+    "bases": "is a base of",
+    "members": "is defined in",
+    "path": "is called by",
+}
+_BY_NAME_SCORE = 0.5  # a match by name only may be another symbol of the same name
+_MAX_SUBJECTS = 3
+
+
+@dataclass
+class _Answer:
+    """What one relation of one subject yielded, and the sentence that sums it up."""
+
+    subject: str
+    relation: str
+    links: list[Link] = field(default_factory=list)
+    note: str = ""
+    total: int = 0  # what the note counts, to say how many were left out
+    ordered: bool = False  # keep the links' order (a path) instead of ranking them
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def _display(qualname: str) -> str:
+    return qualname.removeprefix(EXTERNAL)
+
+
+def _score(link: Link) -> float:
+    return (1.0 if link.resolved else _BY_NAME_SCORE) / max(1, link.depth)
+
+
+class CodeGraphRetriever(BaseRetriever):
+    """Symbols related to the ones a question names: callers, callees, importers, imports,
+    subclasses, bases, members, the definition, a call path between two symbols, or (when the
+    question does not say) the neighbourhood.
+
+    Returns one summary node ("`echo` is called by 14 functions in 6 files; showing 14") and a
+    node per related symbol, at most `fanout`; a name matching several symbols returns those
+    candidates; an unknown name or an empty relation returns [].
+
+    >>> retriever = CodeGraphRetriever(GraphStore.load(path), top_k=20)        # doctest: +SKIP
+    >>> [n.metadata["symbol"] for n in retriever.retrieve("who calls `save`?")]  # doctest: +SKIP
+    ['app.store.save', 'app.cli.main', 'app.jobs.flush']
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        top_k: int = 50,
+        fanout: int = 50,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
+        self._store = store
+        self.top_k = max(2, top_k)
+        self.fanout = max(1, fanout)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        if self._store.is_empty():
+            return []
+        question = understand(query_bundle.query_str, self._store)
+        entities = question.entities[:2] if question.relation == "path" else question.entities
+        ambiguous = next((e for e in entities if e.ambiguous), None)
+        if ambiguous is not None:
+            return self._candidates(ambiguous)
+        subjects = list(dict.fromkeys(e.candidates[0] for e in entities))
+        if question.relation == "path":
+            answers = [self._path(*subjects[:2])] if len(subjects) == 2 else []
+        else:
+            answers = [self._answer(question.relation, s) for s in subjects[:_MAX_SUBJECTS]]
+        answers = [a for a in answers if a.links]
+        if not answers:
+            return []
+        share = max(1, min(self.fanout, self.top_k - len(answers)) // len(answers))
+        results = [node for answer in answers for node in self._nodes(answer, share)]
+        return results[: self.top_k]
+
+    # -- relations ---------------------------------------------------------------------------
+
+    def _answer(self, relation: str, subject: str) -> _Answer:
+        if relation == "definition":
+            me = self._self_link(subject)
+            return _Answer(subject, relation, [me] if me else [], self._where(subject), 1)
+        if relation == "neighbourhood":
+            return self._neighbourhood(subject)
+        store = self._store
+        lookup = {
+            "callers": store.callers,
+            "callees": store.callees,
+            "importers": store.importers,
+            "imports": store.imports,
+            "subclasses": store.subclasses,
+            "bases": store.bases,
+            "members": store.members,
+        }[relation]
+        links = [
+            Link(x.symbol, relation, x.line, x.path, x.resolved, x.depth) for x in lookup(subject)
+        ]
+        return _Answer(subject, relation, links, self._note(relation, subject, links), len(links))
+
+    def _note(self, relation: str, subject: str, links: list[Link]) -> str:
+        name = f"`{_display(subject)}`"
+        count = len({link.symbol for link in links})
+        files = _plural(len({link.path for link in links if link.path}), "file")
+        by_name = sum(not link.resolved and not link.symbol.startswith(EXTERNAL) for link in links)
+        outside = sum(link.symbol.startswith(EXTERNAL) for link in links)
+        direct = sum(link.depth == 1 for link in links)
+        if relation == "callers":
+            note = f"{name} is called by {_plural(count, 'function')} in {files}"
+        elif relation == "callees":
+            note = f"{name} calls {_plural(count, 'symbol')}"
+        elif relation == "importers":
+            note = f"{name} is imported by {_plural(count, 'module')} in {files}"
+        elif relation == "imports":
+            note = f"{name} imports {_plural(count, 'module or symbol', 'modules and symbols')}"
+        elif relation == "subclasses":
+            note = f"{name} has {_plural(count, 'subclass', 'subclasses')} ({direct} direct)"
+        elif relation == "bases":
+            note = f"{name} inherits from {_plural(count, 'class', 'classes')} ({direct} direct)"
+        else:
+            note = f"{name} defines {_plural(count, 'member')}"
+        if by_name:
+            note += f" ({by_name} matched by name only)"
+        if outside:
+            note += f" ({outside} outside this repository)"
+        return note
+
+    def _neighbourhood(self, subject: str) -> _Answer:
+        store = self._store
+        is_module = (store.symbol(subject) or {}).get("kind") == "module"
+        groups = [
+            ("members", store.members(subject)),
+            ("callers", store.callers(subject)),
+            ("callees", store.callees(subject)),
+            ("bases", store.bases(subject)),
+            ("subclasses", store.subclasses(subject)),
+            ("importers", store.importers(subject) if is_module else []),
+        ]
+        links = [
+            Link(x.symbol, relation, x.line, x.path, x.resolved, x.depth)
+            for relation, found in groups
+            for x in found
+        ]
+        me = self._self_link(subject)
+        around = ", ".join(f"{len(found)} {word}" for word, found in groups if found)
+        note = f"{self._where(subject)} Around it: {around or 'nothing else in the graph'}"
+        return _Answer(subject, "neighbourhood", ([me] if me else []) + links, note, len(links) + 1)
+
+    def _path(self, start: str, goal: str) -> _Answer:
+        steps = self._store.path(start, goal)
+        if not steps:
+            start, goal = goal, start
+            steps = self._store.path(start, goal)
+        chain = " → ".join([_display(start), *(_display(s.symbol) for s in steps)])
+        note = (
+            f"`{_display(start)}` reaches `{_display(goal)}` through "
+            f"{_plural(len(steps), 'call')}: {chain}"
+        )
+        links = [Link(s.symbol, "path", s.line, s.path, s.resolved, s.depth) for s in steps]
+        return _Answer(start, "path", links, note, len(links), ordered=True)
+
+    def _self_link(self, subject: str) -> Link | None:
+        info = self._store.symbol(subject)
+        if not info or info.get("kind") == "external":
+            return None
+        return Link(subject, "definition", info.get("start_line"), info.get("path"), True, 0)
+
+    def _where(self, qualname: str) -> str:
+        info = self._store.symbol(qualname) or {}
+        if info.get("kind", "external") == "external":
+            return f"`{_display(qualname)}` is not defined in this repository."
+        span = f"{info.get('path')}:{info.get('start_line')}-{info.get('end_line')}"
+        return f"`{qualname}` is a {info['kind']} defined at {span}."
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def _candidates(self, entity: Entity) -> list[NodeWithScore]:
+        shown = entity.candidates[: min(self.fanout, self.top_k - 1)]
+        listed = ", ".join(f"`{_display(c)}`" for c in shown)
+        note = (
+            f"`{entity.mention}` matches {_plural(len(entity.candidates), 'symbol')} "
+            f"({entity.how} match): {listed}; showing {len(shown)}. Ask again with one of these names."
+        )
+        summary = make_node(
+            note,
+            memory="graph",
+            kind="summary",
+            symbol=entity.mention,
+            id_=node_id("graph", "candidates", entity.mention),
+        )
+        nodes = [NodeWithScore(node=summary, score=1.0)]
+        for qualname in shown:
+            link = self._self_link(qualname) or Link(qualname, "definition", None, None, True, 0)
+            nodes.append(NodeWithScore(node=self._node(qualname, link), score=1.0))
+        return nodes
+
+    def _nodes(self, answer: _Answer, limit: int) -> list[NodeWithScore]:
+        links = answer.links
+        if not answer.ordered:
+            links = sorted(
+                links, key=lambda x: (-_score(x), x.depth, x.path or "~", x.line or 0, x.symbol)
+            )
+        shown = links[:limit]
+        left = answer.total - len(shown)
+        note = f"{answer.note}; showing {len(shown)}" + (
+            f" ({left} left out)." if left > 0 else "."
+        )
+        info = self._store.symbol(answer.subject) or {}
+        summary = make_node(
+            note,
+            memory="graph",
+            kind="summary",
+            symbol=_display(answer.subject),
+            file_path=info.get("path"),
+            start_line=info.get("start_line"),
+            end_line=info.get("end_line"),
+            language=info.get("language"),
+            extra={"relation": answer.relation},
+            id_=node_id("graph", "summary", answer.relation, answer.subject),
+        )
+        # A path step relates to the step before it; anything else to the subject.
+        before = [answer.subject, *(x.symbol for x in shown)]
+        scores = normalise([_score(x) for x in shown])
+        return [NodeWithScore(node=summary, score=1.0)] + [
+            NodeWithScore(
+                node=self._node(before[i] if answer.ordered else answer.subject, link), score=score
+            )
+            for i, (link, score) in enumerate(zip(shown, scores, strict=True))
+        ]
+
+    def _node(self, subject: str, link: Link) -> TextNode:
+        info = self._store.symbol(link.symbol) or {}
+        kind = str(info.get("kind", "external"))
+        external = kind == "external"
+        name = _display(link.symbol)
+        if link.relation == "definition":
+            span = f"{info.get('path')}:{info.get('start_line')}-{info.get('end_line')}"
+            head = (
+                f"{name} (not defined in this repository)"
+                if external
+                else f"{name} ({kind}) defined at {span}"
+            )
+        else:
+            phrase = _PHRASES.get(link.relation, link.relation)
+            if link.depth > 1 and link.relation != "path":
+                phrase += " (indirectly)"
+            label = "outside this repository" if external else kind
+            head = f"{name} ({label}) {phrase} {_display(subject)}"
+            if link.relation == "path":
+                head = f"step {link.depth}: {head}"
+            if link.path and link.line:
+                head += f" at {link.path}:{link.line}"
+            if not link.resolved and not external:
+                head += " (matched by name only)"
+        lines = [head, *(str(info[k]) for k in ("signature", "doc") if info.get(k))]
+        return make_node(
+            "\n".join(lines),
+            memory="graph",
+            file_path=link.path if external else info.get("path"),
+            start_line=link.line if external else info.get("start_line"),
+            end_line=link.line if external else info.get("end_line"),
+            language=info.get("language"),
+            symbol=name,
+            kind=kind if link.relation == "definition" else "relation",
+            extra={
+                "line": link.line,
+                "relation": link.relation,
+                "subject": _display(subject),
+                "resolved": link.resolved,
+            },
+            id_=node_id("graph", link.relation, subject, link.symbol, link.line),
+        )
