@@ -77,6 +77,8 @@ class Route:
     entities: list[str] = field(default_factory=list)
     compared: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Stages 1 and 2 were unsure: the question went (or, with no LLM, would go) to stage 3.
+    needs_llm: bool = False
 
     @property
     def out_of_scope(self) -> bool:
@@ -242,6 +244,7 @@ class ArelaSelector(BaseSelector):
                 rules = read_rules(text, rules.cues)
         draft = _Draft(route, entities, rules, available, metas, tools, started)
         if not entities.in_scope:
+            route.needs_llm = entities.scope > 0
             if entities.scope == 0 or self._llm is None:
                 route.intents = [(OUT_OF_SCOPE, 0.95 if entities.scope == 0 else 0.7)]
                 route.notes.append("nothing in the question relates to the repository")
@@ -296,6 +299,7 @@ class ArelaSelector(BaseSelector):
         route.stage = "prototypes"
         if confidence >= self.confidence_threshold:
             return True
+        route.needs_llm = True
         if self._llm is None:
             route.notes.append(
                 f"unsure ({confidence:.2f}) and no LLM configured: kept the best guess"
