@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,7 @@ from arela_index.symbols import FileSymbols
 
 @dataclass
 class BuildSummary:
-    """What a build did, for a person: files per language, chunks, skipped files by reason, seconds."""
+    """What a build did, for a person: files per language, chunks, skipped files, seconds."""
 
     repo: str
     persist_dir: str
@@ -36,6 +41,9 @@ class BuildSummary:
     changed: int = 0
     deleted: int = 0
     notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(
+        default_factory=dict
+    )  # seconds per phase; audit overlaps parsing
 
     def to_text(self) -> str:
         langs = ", ".join(
@@ -45,9 +53,11 @@ class BuildSummary:
             f"{why} {n}" for why, n in sorted(self.skipped.items(), key=lambda kv: -kv[1])
         )
         rate = self.files / self.seconds if self.seconds else 0.0
+        verb = "refreshed" if self.refreshed else "indexed"
+        phases = ", ".join(f"{phase} {sec:.1f} s" for phase, sec in self.timings.items())
         lines = [
-            f"{'refreshed' if self.refreshed else 'indexed'} {self.repo} ({self.mode}) in {self.seconds:.1f} s "
-            f"({rate:.0f} files/s) -> {self.persist_dir}",
+            f"{verb} {self.repo} ({self.mode}) in {self.seconds:.1f} s ({rate:.0f} files/s)",
+            f"  index: {self.persist_dir}",
             f"  files: {self.files}" + (f" ({langs})" if langs else ""),
             f"  chunks: {self.chunks}",
             f"  skipped: {sum(self.skipped.values())}" + (f" ({skipped})" if skipped else ""),
@@ -59,6 +69,8 @@ class BuildSummary:
                 f"{k} {v}" for k, v in stats.items() if isinstance(v, (int, float, str)) and v != ""
             )
             lines.append(f"  {name} memory: {shown}")
+        if phases:
+            lines.append(f"  seconds: {phases} (history is read while files are parsed)")
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -108,9 +120,11 @@ def build_index(
     from arela_index.graph_store import GraphStore
 
     started = time.perf_counter()
+    timings: dict[str, float] = {}
     root = resolve_root(path)
     persist_dir = config.persist_path(root)
-    scan = scan_repository(root, config, persist_dir)
+    with _timer(timings, "scan"):
+        scan = scan_repository(root, config, persist_dir)
     notes = [n for n in [say_offline_once(config, runtime)] if n]
     with build_lock(persist_dir):
         previous_folder = current_build(persist_dir) if refresh else None
@@ -125,46 +139,48 @@ def build_index(
             and embedding
             and previous[1].embedding.label != embedding.label
         ):
-            notes.append(
-                f"embedding changed from {previous[1].embedding.label} to {embedding.label}: all re-embedded"
-            )
-
-        progress = _Progress(len(todo), config.show_progress, "parsing")
-        parsed: dict[str, FileSymbols] = {}
-        chunks: list[TextNode] = []
-        for file in todo:
-            symbols, file_chunks = parse_and_chunk(file)
-            if symbols is not None:
-                parsed[file.path] = symbols
-            chunks.extend(file_chunks)
-            progress()
-        progress.close()
-        if previous and changes is not None:
-            kept = set(hashes) - changes.changed
-            chunks = previous[1].chunks_of(kept) + chunks
-        chunks.sort(key=lambda c: (c.metadata["file_path"], c.metadata["start_line"] or 0))
+            old = previous[1].embedding.label
+            notes.append(f"embedding changed from {old} to {embedding.label}: all re-embedded")
 
         with new_build(persist_dir) as folder:
-            embed_progress = _Progress(len(chunks), config.show_progress, "embedding")
-            code = CodeStore.build(
-                chunks,
-                folder / "code",
-                embed_model,
-                embedding,
-                previous=previous[1] if previous else None,
-                progress=embed_progress,
-            )
-            embed_progress.close()
-            graph = GraphStore.build(
-                scan,
-                folder / "graph",
-                previous=previous[2] if previous else None,
-                changes=changes,
-                parsed=parsed,
-            )
-            audit = AuditStore.build(
-                scan, folder / "audit", previous=previous[3] if previous else None, changes=changes
-            )
+            # History is read by git and a thread while the files are parsed in worker processes.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                audit_job = pool.submit(
+                    _timed_call,
+                    timings,
+                    "audit",
+                    AuditStore.build,
+                    scan,
+                    folder / "audit",
+                    previous=previous[3] if previous else None,
+                    changes=changes,
+                )
+                with _timer(timings, "parse"):
+                    parsed, chunks = _parse_all(todo, config.show_progress)
+                if previous and changes is not None:
+                    kept = set(hashes) - changes.changed
+                    chunks = previous[1].chunks_of(kept) + chunks
+                chunks.sort(key=lambda c: (c.metadata["file_path"], c.metadata["start_line"] or 0))
+                with _timer(timings, "code"):
+                    embed_progress = _Progress(len(chunks), config.show_progress, "embedding")
+                    code = CodeStore.build(
+                        chunks,
+                        folder / "code",
+                        embed_model,
+                        embedding,
+                        previous=previous[1] if previous else None,
+                        progress=embed_progress,
+                    )
+                    embed_progress.close()
+                with _timer(timings, "graph"):
+                    graph = GraphStore.build(
+                        scan,
+                        folder / "graph",
+                        previous=previous[2] if previous else None,
+                        changes=changes,
+                        parsed=parsed,
+                    )
+                audit = audit_job.result()
             memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit.stats()}
             seconds = time.perf_counter() - started
             Manifest(
@@ -194,7 +210,60 @@ def build_index(
         changed=len(changes.changed) if changes else 0,
         deleted=len(changes.deleted) if changes else 0,
         notes=notes,
+        timings={k: round(v, 3) for k, v in timings.items()},
     )
+
+
+_PARALLEL_FROM = 64  # files; below this a process pool costs more than it saves
+
+
+def _parse_all(
+    files: list[SourceFile], show_progress: bool | None
+) -> tuple[dict[str, FileSymbols], list[TextNode]]:
+    parsed: dict[str, FileSymbols] = {}
+    chunks: list[TextNode] = []
+    progress = _Progress(len(files), show_progress, "parsing")
+    workers = min(os.cpu_count() or 1, 4)
+    if workers > 1 and len(files) >= _PARALLEL_FROM:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("fork")
+        ) as pool:
+            results = pool.map(parse_and_chunk, files, chunksize=16)
+            _collect(files, results, parsed, chunks, progress)
+    else:
+        _collect(files, map(parse_and_chunk, files), parsed, chunks, progress)
+    progress.close()
+    return parsed, chunks
+
+
+def _collect(
+    files: list[SourceFile],
+    results: Iterable[tuple[FileSymbols | None, list[TextNode]]],
+    parsed: dict[str, FileSymbols],
+    chunks: list[TextNode],
+    progress: _Progress,
+) -> None:
+    for file, (symbols, file_chunks) in zip(files, results, strict=True):
+        if symbols is not None:
+            parsed[file.path] = symbols
+        chunks.extend(file_chunks)
+        progress()
+
+
+@contextlib.contextmanager
+def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
+
+
+def _timed_call(
+    timings: dict[str, float], phase: str, func: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Any:
+    with _timer(timings, phase):
+        return func(*args, **kwargs)
 
 
 def _load_previous(folder: Path) -> tuple[Manifest, CodeStore, Any, Any]:

@@ -149,7 +149,7 @@ class CodeStore:
             from llama_index.retrievers.bm25 import BM25Retriever
 
             try:
-                bm25 = BM25Retriever.from_persist_dir(str(directory / _BM25))
+                bm25 = BM25Retriever.from_persist_dir(str(directory / _BM25), show_progress=False)
             except Exception as exc:  # bm25s raises many kinds on a damaged folder
                 raise corrupt(directory / _BM25, f"{type(exc).__name__}: {exc}") from None
             if int(bm25.bm25.scores.get("num_docs", -1)) != len(chunks):

@@ -56,8 +56,17 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
 
 def expand_identifiers(text: str) -> str:
-    """The text followed by the split parts of its compound identifiers, for analysers that split on \\W only."""
-    extra = [
-        " ".join(split_identifier(w)) for w in set(words(text)) if len(split_identifier(w)) > 1
-    ]
-    return text + ("\n" + "\n".join(sorted(extra)) if extra else "")
+    """The text followed by the split parts of its compound identifiers, for analysers that split
+    on \\W only.
+
+    >>> expand_identifiers("parseConfig(path)")
+    'parseConfig(path)\\nparse config'
+    """
+    compound = [w for w in set(words(text)) if not _plain(w)]
+    extra = sorted({" ".join(parts) for w in compound if len(parts := split_identifier(w)) > 1})
+    return text + ("\n" + "\n".join(extra) if extra else "")
+
+
+def _plain(word: str) -> bool:
+    # Most words are one lower-case, upper-case or capitalised run: no need to split them.
+    return "_" not in word and (word.islower() or word.isupper() or word[1:].islower())
