@@ -112,7 +112,9 @@ class CodeStore:
                 json.dumps(asdict(self.embedding)), encoding="utf-8"
             )
         if self.chunks:
-            self.bm25.persist(str(directory / _BM25))
+            self.bm25.persist(
+                str(directory / _BM25), show_progress=False, raise_on_serialization_error=True
+            )
 
     @classmethod
     def load(cls, directory: Path) -> CodeStore:
