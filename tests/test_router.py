@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from arela_index.retrievers.code import CodeMemoryRetriever
+from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.retrievers.router import DESCRIPTIONS, ArelaRouterRetriever, build_router
 from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
@@ -21,11 +24,15 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.tools import QueryEngineTool, RetrieverTool, ToolMetadata
 from routing_repos import KeywordRetriever, build_taskq, memories_for, vocabulary_for
 
+from arela_index.build import parse_and_chunk
+from arela_index.code_store import CodeStore
 from arela_index.config import ArelaConfig
 from arela_index.entities import Vocabulary
 from arela_index.errors import ArelaError
+from arela_index.graph_store import GraphStore
 from arela_index.nodes import fresh, make_node
 from arela_index.ollama import make_llm
+from arela_index.scanner import scan_repository
 from arela_index.trace import TRACE_KEY, Trace
 
 
@@ -302,3 +309,48 @@ def test_any_selector_drives_the_router(taskq: Any) -> None:
     nodes, trace = router.retrieve_with_trace("who calls load_config?")
     assert memories_of(nodes) == {"audit"} and len(nodes) <= 3
     assert trace.stage == "History" and trace.memories == [("audit", "always history")]
+
+
+def test_routes_over_the_real_code_and_graph_memories(tmp_path: Path) -> None:
+    repo = build_taskq(tmp_path / "taskq")
+    scan = scan_repository(repo.root, ArelaConfig())
+    chunks = [chunk for f in scan.files for chunk in parse_and_chunk(f)[1]]
+    graph_store = GraphStore.build(scan, tmp_path / "graph")
+    vocabulary = Vocabulary(
+        graph_store.symbol_names(), [f.path for f in scan.files], vocabulary_for(repo).authors
+    )
+    router = build_router(
+        CodeMemoryRetriever(CodeStore.build(chunks, tmp_path / "code"), top_k=8),
+        CodeGraphRetriever(graph_store, top_k=8),
+        memories_for(repo)["audit"],  # the keyword history until the audit memory lands
+        ArelaSelector(vocabulary),
+        top_k=8,
+    )
+
+    def symbols(question: str, memory: str) -> set[str]:
+        return {
+            n.node.metadata["symbol"]
+            for n in router.retrieve(question)
+            if n.node.metadata["memory"] == memory
+        }
+
+    assert "taskq.config.load_config" in symbols("who calls resolve_envvar?", "graph")
+    assert {
+        "taskq.storage.redis_backend.RedisBackend",
+        "taskq.storage.sqlite_backend.SqliteBackend",
+    } <= symbols("Which classes inherit from StorageBackend?", "graph")
+    nodes, trace = router.retrieve_with_trace("What does retry_with_backoff do and who calls it?")
+    assert trace.memory_names == ["code", "graph"] and len({n.node.node_id for n in nodes}) == len(
+        nodes
+    )
+    assert "taskq.worker.Worker.handle" in {
+        n.node.metadata["symbol"] for n in nodes if n.node.metadata["memory"] == "graph"
+    }
+    assert "taskq.worker.retry_with_backoff" in symbols(
+        "What does retry_with_backoff do and who calls it?", "code"
+    )
+    compared = router.retrieve("What's the difference between JobQueue and PriorityQueue?")
+    assert {n.node.metadata["symbol"] for n in compared[:2]} == {
+        "taskq.queue.JobQueue",
+        "taskq.queue.PriorityQueue",
+    }
