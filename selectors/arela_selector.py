@@ -344,7 +344,9 @@ class ArelaSelector(BaseSelector):
     def _plan(self, draft: _Draft) -> list[tuple[str, str]]:
         chosen: dict[str, str] = {}
         for intent, confidence in draft.route.intents:
-            why = f"{intent} ({confidence:.2f}, {draft.route.stage})"
+            cue = draft.rules.cue_for(intent)
+            said = f" '{cue.text}'" if cue and draft.route.stage == "rules" else ""
+            why = f"{intent} ({confidence:.2f}, {draft.route.stage}{said})"
             wanted = [(PRIMARY_MEMORY[intent], f"{why}: {MEMORY_MEANINGS[PRIMARY_MEMORY[intent]]}")]
             if intent == FACTUAL and draft.entities.named_symbols:
                 symbol = draft.entities.named_symbols[0]
