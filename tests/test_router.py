@@ -277,7 +277,7 @@ def test_works_under_the_stock_router_query_engine(taskq: Any) -> None:
     engine = RouterQueryEngine(ArelaSelector(vocabulary), tools, llm=MockLLM())
     response = engine.query("When did worker.py last change?")
     assert memories_of(response.source_nodes) == {"audit"}
-    assert response.metadata["selector_result"].route.intent_names == ["temporal"]
+    assert (response.metadata or {})["selector_result"].route.intent_names == ["temporal"]
     response = asyncio.run(engine.aquery("which classes inherit from StorageBackend?"))
     assert memories_of(response.source_nodes) == {"graph"}
 
