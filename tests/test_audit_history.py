@@ -1,0 +1,232 @@
+"""Reading git history: files and line counts, renames, binaries, functions by hunk, merges."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+from arela_index import history
+from arela_index.history import read_log, read_tags, repo_facts
+
+CONFIG_V1 = """import os
+
+
+def parse_config(path):
+    with open(path) as fh:
+        return fh.read()
+
+
+class Loader:
+    def load(self, name):
+        return name
+
+
+def helper():
+    return 1
+"""
+CONFIG_V2 = CONFIG_V1.replace(
+    "return fh.read()", "text = fh.read()\n        return text.strip()"
+).replace("return name", "return name.lower()")
+CONFIG_V3 = (
+    CONFIG_V2
+    + """
+
+def added_later(x):
+    return x * 2
+"""
+)
+
+
+@pytest.fixture
+def repo(git_repo: GitRepo) -> GitRepo:
+    git_repo.commit(
+        {"src/config.py": CONFIG_V1, "README.md": "# demo\n"},
+        "Add config",
+        author="Alice Smith",
+        date="2024-01-02T10:00:00+01:00",
+    )
+    git_repo.commit(
+        {"src/config.py": CONFIG_V2},
+        "Strip config text\n\nBody line one.\nBody line two.",
+        author="Bob",
+        date="2024-01-05T09:30:00-05:00",
+    )
+    git_repo.commit(
+        {"src/config.py": CONFIG_V3, "logo.png": b"\x89PNG\r\n\x00\x01\x02"},
+        "Add helper and logo",
+        author="Carol",
+        date="2024-01-07T12:00:00+00:00",
+    )
+    (git_repo.root / "docs").mkdir()
+    git_repo.git("mv", "README.md", "docs/README.md")
+    git_repo.commit(
+        {"docs/my notes.md": "ünïcode ✓\n"},
+        "Move readme",
+        author="Alice Smith",
+        date="2024-01-09T08:00:00+01:00",
+    )
+    return git_repo
+
+
+def numstat(root: Path) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+    """git's own per-file counts, the reference our hunk arithmetic must reproduce."""
+    out = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "--numstat",
+            "--format=%x00%H",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    counts: dict[tuple[str, str], tuple[int | None, int | None]] = {}
+    for record in out.split("\0")[1:]:
+        sha, *lines = record.strip().splitlines()
+        for line in lines:
+            if line.strip():
+                added, removed, path = line.split("\t")
+                if (
+                    "=>" in path
+                ):  # a rename, "old => new" or "dir/{old => new}/file": keep the new name
+                    path = (
+                        re.sub(r"\{[^{}]* => ([^{}]*)\}", r"\1", path)
+                        .split(" => ")[-1]
+                        .replace("//", "/")
+                    )
+                counts[(sha, path)] = (None, None) if added == "-" else (int(added), int(removed))
+    return counts
+
+
+def test_commits_come_newest_first_with_author_date_and_message(repo: GitRepo) -> None:
+    commits = list(read_log(repo.root))
+    assert [c.subject for c in commits] == [
+        "Move readme",
+        "Add helper and logo",
+        "Strip config text",
+        "Add config",
+    ]
+    bob = commits[2]
+    assert (bob.author, bob.email) == ("Bob", "bob@example.com")
+    assert bob.date == "2024-01-05T09:30:00-05:00"
+    assert bob.timestamp == 1704465000
+    assert bob.body == "Body line one.\nBody line two."
+    assert not bob.is_merge and len(bob.parents) == 1
+
+
+def test_line_counts_equal_git_numstat(repo: GitRepo) -> None:
+    reference = numstat(repo.root)
+    ours = {(c.hash, f.path): (f.added, f.removed) for c in read_log(repo.root) for f in c.files}
+    assert ours == reference
+    assert reference[(list(read_log(repo.root))[2].hash, "src/config.py")] == (3, 2)
+
+
+def test_renames_binaries_and_unusual_names(repo: GitRepo) -> None:
+    newest, logo_commit = list(read_log(repo.root))[:2]
+    moved = {f.path: f for f in newest.files}
+    assert moved["docs/README.md"].old_path == "README.md"
+    assert "docs/my notes.md" in moved
+    logo = next(f for f in logo_commit.files if f.path == "logo.png")
+    assert (logo.added, logo.removed) == (None, None)
+
+
+def test_functions_touched_come_from_hunk_headers_and_definition_lines(repo: GitRepo) -> None:
+    newest_first = list(read_log(repo.root))
+    strip, added = newest_first[2], newest_first[1]
+    # Edits inside two bodies: git's python funcname pattern names the enclosing def.
+    assert {name for _, name in strip.symbols} == {"parse_config", "load"}
+    # A new function's hunk header names the function before it; its own "+def" line names it.
+    assert ("src/config.py", "added_later") in added.symbols
+    first = newest_first[3]
+    assert {"parse_config", "Loader", "load", "helper"} <= {name for _, name in first.symbols}
+    assert all(path != "README.md" for path, _ in first.symbols)  # prose has no functions
+
+
+def test_merge_commits_are_kept_and_marked(git_repo: GitRepo) -> None:
+    git_repo.commit({"a.py": "x = 1\n"}, "base", date="2024-02-01T10:00:00+00:00")
+    git_repo.git("checkout", "-q", "-b", "feature")
+    git_repo.commit({"b.py": "y = 2\n"}, "feature work", date="2024-02-02T10:00:00+00:00")
+    git_repo.git("checkout", "-q", "main")
+    git_repo.commit({"a.py": "x = 3\n"}, "main work", date="2024-02-03T10:00:00+00:00")
+    env = {
+        "GIT_AUTHOR_DATE": "2024-02-04T10:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2024-02-04T10:00:00+00:00",
+    }
+    git_repo.git("merge", "-q", "--no-ff", "feature", "-m", "Merge branch feature", env=env)
+    commits = list(read_log(git_repo.root))
+    merge = commits[0]
+    assert merge.subject == "Merge branch feature"
+    assert merge.is_merge and len(merge.parents) == 2
+    assert merge.files == ()  # its changes belong to the merged commits
+    assert {c.subject for c in commits} == {
+        "base",
+        "feature work",
+        "main work",
+        "Merge branch feature",
+    }
+
+
+def test_split_between_git_processes_keeps_git_order(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    single = list(read_log(repo.root, workers=1))
+    monkeypatch.setattr(history, "_MIN_PART", 1)
+    split = list(read_log(repo.root, workers=3))
+    assert split == single
+
+
+def test_only_commits_after_a_given_one_and_a_limit(repo: GitRepo) -> None:
+    all_commits = list(read_log(repo.root))
+    after = list(read_log(repo.root, since=all_commits[2].hash))
+    assert [c.hash for c in after] == [c.hash for c in all_commits[:2]]
+    assert [c.hash for c in read_log(repo.root, max_commits=1)] == [all_commits[0].hash]
+
+
+def test_a_subfolder_reads_only_its_own_history_with_relative_paths(repo: GitRepo) -> None:
+    commits = list(read_log(repo.root / "src"))
+    assert [c.subject for c in commits] == [
+        "Add helper and logo",
+        "Strip config text",
+        "Add config",
+    ]
+    assert {f.path for c in commits for f in c.files} == {"config.py"}
+
+
+def test_tags_point_at_commit_dates(repo: GitRepo) -> None:
+    repo.tag("v1.0")
+    repo.git("tag", "-a", "v1.1", "-m", "annotated", "HEAD~1")
+    tags = {t.name: t for t in read_tags(repo.root)}
+    assert tags["v1.0"].date == "2024-01-09T08:00:00+01:00"
+    assert tags["v1.1"].date == "2024-01-07T12:00:00+00:00"
+
+
+def test_facts_of_plain_folders_empty_repositories_and_shallow_clones(
+    tmp_path: Path, repo: GitRepo
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert not repo_facts(plain).is_git
+    assert list(read_log(plain)) == []
+    empty = GitRepo(tmp_path / "empty")
+    facts = repo_facts(empty.root)
+    assert facts.is_git and facts.head is None
+    assert list(read_log(empty.root)) == []
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{repo.root}", str(clone)], check=True
+    )
+    facts = repo_facts(clone)
+    assert facts.shallow and len(facts.boundaries) == 1
+    commits = list(read_log(clone, facts=facts))
+    assert len(commits) == 2
+    assert commits[-1].boundary and commits[-1].files == ()  # not "added every file"
+    assert not commits[0].boundary and commits[0].files
