@@ -1,0 +1,249 @@
+"""AuditStore: build, refresh (append or rebuild), odd repositories, damaged files, FTS safety."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+from arela_index.audit_store import DB_FILE, AuditStore, CommitFilter, search_terms
+from arela_index.changes import Changes
+from arela_index.errors import IndexProblem
+from arela_index.scanner import scan_repository
+
+ADR = "# Use SQLite\n\nDate: 2024-01-03\n\n## Status\n\nAccepted\n"
+
+
+@pytest.fixture
+def repo(git_repo: GitRepo) -> GitRepo:
+    git_repo.commit(
+        {"app.py": "def main():\n    return 0\n", "docs/adr/0001-use-sqlite.md": ADR},
+        "Start the app",
+        author="Alice",
+        date="2024-01-03T10:00:00+00:00",
+    )
+    git_repo.commit(
+        {"app.py": "def main():\n    return 1\n"},
+        "Exit with 1",
+        author="Bob",
+        date="2024-01-04T10:00:00+00:00",
+    )
+    git_repo.commit(
+        {"lib.py": "X = 1\n"}, "Add lib", author="Alice", date="2024-01-05T10:00:00+00:00"
+    )
+    return git_repo
+
+
+def build(
+    root: Path, folder: Path, previous: AuditStore | None = None, changes: Changes | None = None
+) -> AuditStore:
+    return AuditStore.build(scan_repository(root), folder, previous=previous, changes=changes)
+
+
+def subjects(store: AuditStore) -> list[str]:
+    """Every stored subject, newest (highest id) first."""
+    ids = store.filtered(CommitFilter(), newest_first=True, limit=1000)
+    found = store.commits(ids)
+    return [found[i].subject for i in sorted(found, reverse=True)]
+
+
+def test_full_build_counts_and_round_trip(repo: GitRepo, tmp_path: Path) -> None:
+    store = build(repo.root, tmp_path / "audit")
+    stats = store.stats()
+    assert {
+        k: stats[k]
+        for k in ("commits", "merges", "authors", "decisions", "adrs", "git", "shallow", "partial")
+    } == {
+        "commits": 3,
+        "merges": 0,
+        "authors": 2,
+        "decisions": 1,
+        "adrs": 1,
+        "git": True,
+        "shallow": False,
+        "partial": False,
+    }
+    assert stats["newest"] == "2024-01-05T10:00:00+00:00"
+    assert not store.is_empty()
+    again = AuditStore.load(tmp_path / "audit")
+    assert again.stats() == stats
+    assert subjects(again) == ["Add lib", "Exit with 1", "Start the app"]
+    assert again.authors() == ["Alice", "Bob"]
+    assert set(again.paths()) == {"app.py", "lib.py", "docs/adr/0001-use-sqlite.md"}
+    newest = again.newest_date()
+    assert newest is not None and newest.isoformat() == "2024-01-05T10:00:00+00:00"
+
+
+def test_same_repository_same_rows(repo: GitRepo, tmp_path: Path) -> None:
+    def dump(folder: Path) -> list[tuple[object, ...]]:
+        with sqlite3.connect(folder / DB_FILE) as conn:
+            return [
+                row
+                for table in ("commits", "files", "symbols", "decisions", "tags")
+                for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")
+            ]
+
+    build(repo.root, tmp_path / "a")
+    build(repo.root, tmp_path / "b")
+    assert dump(tmp_path / "a") == dump(tmp_path / "b")
+
+
+def test_refresh_appends_only_new_commits(repo: GitRepo, tmp_path: Path) -> None:
+    first = build(repo.root, tmp_path / "one")
+    old_ids = first.filtered(CommitFilter(), True, 10)
+    repo.commit({"lib.py": "X = 2\n"}, "Bump X", author="Carol", date="2024-01-06T10:00:00+00:00")
+    repo.commit(
+        {"app.py": "def main():\n    return 2\n"},
+        "Exit with 2",
+        author="Bob",
+        date="2024-01-07T10:00:00+00:00",
+    )
+    second = build(
+        repo.root,
+        tmp_path / "two",
+        previous=first,
+        changes=Changes(changed=frozenset({"lib.py", "app.py"})),
+    )
+    stats = second.stats()
+    assert stats["appended"] == 2 and stats["commits"] == 5 and "rebuilt" not in stats
+    assert subjects(second) == ["Exit with 2", "Bump X", "Add lib", "Exit with 1", "Start the app"]
+    assert second.filtered(CommitFilter(), True, 10)[2:] == old_ids  # old rows kept as they were
+    assert stats["decisions"] == 1  # no decision file changed: the records were kept
+    assert "Carol" in second.authors()
+    third = build(repo.root, tmp_path / "three", previous=second, changes=Changes())
+    assert third.stats()["appended"] == 0 and third.stats()["commits"] == 5
+
+
+def test_refresh_rereads_changed_decision_files(repo: GitRepo, tmp_path: Path) -> None:
+    first = build(repo.root, tmp_path / "one")
+    repo.commit(
+        {"CHANGELOG.md": "# Changes\n\n## 1.0.0 (2024-01-08)\n- first\n"},
+        "Changelog",
+        date="2024-01-08T10:00:00+00:00",
+    )
+    second = build(
+        repo.root,
+        tmp_path / "two",
+        previous=first,
+        changes=Changes(changed=frozenset({"CHANGELOG.md"})),
+    )
+    assert second.stats()["changelog_sections"] == 1 and second.stats()["decisions"] == 2
+    repo.commit(
+        delete=("docs/adr/0001-use-sqlite.md",),
+        message="Drop ADR",
+        date="2024-01-09T10:00:00+00:00",
+    )
+    third = build(
+        repo.root,
+        tmp_path / "three",
+        previous=second,
+        changes=Changes(deleted=frozenset({"docs/adr/0001-use-sqlite.md"})),
+    )
+    assert third.stats()["adrs"] == 0 and third.stats()["decisions"] == 1
+
+
+def test_amended_head_rebuilds_and_says_so(repo: GitRepo, tmp_path: Path) -> None:
+    first = build(repo.root, tmp_path / "one")
+    env = {"GIT_COMMITTER_DATE": "2024-01-05T11:00:00+00:00"}
+    repo.git("commit", "-q", "--amend", "-m", "Add the lib module", env=env)
+    second = build(repo.root, tmp_path / "two", previous=first, changes=Changes())
+    assert "history rewritten" in second.stats()["rebuilt"]
+    assert subjects(second) == ["Add the lib module", "Exit with 1", "Start the app"]
+
+
+def test_reset_and_new_commits_rebuild(repo: GitRepo, tmp_path: Path) -> None:
+    first = build(repo.root, tmp_path / "one")
+    repo.git("reset", "-q", "--hard", "HEAD~2")
+    repo.commit(
+        {"other.py": "Y = 1\n"}, "Another road", author="Dan", date="2024-01-06T10:00:00+00:00"
+    )
+    second = build(repo.root, tmp_path / "two", previous=first, changes=Changes())
+    assert second.stats()["rebuilt"].startswith("history rewritten")
+    assert subjects(second) == ["Another road", "Start the app"]
+    assert "lib.py" not in second.paths() and "Bob" not in second.authors()
+
+
+def test_a_folder_without_git(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
+    store = build(tmp_path / "src", tmp_path / "audit")
+    stats = store.stats()
+    assert stats["git"] is False and stats["commits"] == 0
+    assert "not a git repository" in stats["note"]
+    assert store.is_empty() and store.newest_date() is None
+    (tmp_path / "src" / "adr").mkdir()
+    (tmp_path / "src" / "adr" / "0001-x.md").write_text(ADR)
+    with_records = build(tmp_path / "src", tmp_path / "audit2", previous=store)
+    assert with_records.stats()["decisions"] == 1 and not with_records.is_empty()
+
+
+def test_a_shallow_clone_is_partial(repo: GitRepo, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{repo.root}", str(clone)], check=True
+    )
+    store = build(clone, tmp_path / "audit")
+    stats = store.stats()
+    assert stats["shallow"] and stats["partial"] and stats["commits"] == 2
+    assert "shallow clone" in stats["note"] and "2024-01-04" in stats["note"]
+    boundary = store.commits(store.filtered(CommitFilter(), newest_first=False, limit=1))
+    [oldest] = boundary.values()
+    assert oldest.boundary and oldest.files == ()
+    # Deepening the clone changes what is known about old history: rebuild.
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--unshallow"], check=True)
+    deeper = build(clone, tmp_path / "audit2", previous=store, changes=Changes())
+    assert deeper.stats()["commits"] == 3 and not deeper.stats()["shallow"]
+    assert "deepened" in deeper.stats()["rebuilt"]
+
+
+def test_damaged_or_missing_database(repo: GitRepo, tmp_path: Path) -> None:
+    with pytest.raises(IndexProblem, match="missing"):
+        AuditStore.load(tmp_path / "nothing")
+    build(repo.root, tmp_path / "audit")
+    db = tmp_path / "audit" / DB_FILE
+    db.write_bytes(db.read_bytes()[:1000])
+    with pytest.raises(IndexProblem, match="rebuild the index"):
+        AuditStore.load(tmp_path / "audit")
+    db.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(IndexProblem, match=DB_FILE):
+        AuditStore.load(tmp_path / "audit")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        '"',
+        "NEAR(main",
+        "main OR",
+        "-main",
+        "ma*",
+        "main AND NOT",
+        "^main",
+        'col:"x"',
+        "a\x00b",
+        "))((",
+        "'; DROP TABLE x",
+    ],
+)
+def test_user_text_never_reaches_fts_syntax(repo: GitRepo, tmp_path: Path, hostile: str) -> None:
+    store = build(repo.root, tmp_path / "audit")
+    found = store.match_commits(search_terms(hostile), CommitFilter(), 10)
+    assert all(score > 0 for _, score in found)
+    assert store.match_decisions(search_terms(hostile), None, None, [], 10) is not None
+    if "main" in hostile:
+        assert found, "the word itself is still searched for"
+
+
+def test_searched_words_split_identifiers(repo: GitRepo, tmp_path: Path) -> None:
+    repo.commit(
+        {"cfg.py": "def parseConfig():\n    pass\n"},
+        "Teach parseConfig about TOML",
+        date="2024-01-06T10:00:00+00:00",
+    )
+    store = build(repo.root, tmp_path / "audit")
+    [(cid, _)] = store.match_commits(search_terms("parse config"), CommitFilter(), 10)
+    assert store.commits([cid])[cid].subject == "Teach parseConfig about TOML"
+    assert store.known_symbols(["parseConfig", "nothing_like_it"]) == {"parseConfig"}
