@@ -1,0 +1,457 @@
+"""AuditLogRetriever: commits and decision records, by time, file, function, author and words."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Literal
+
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from arela_index.audit_store import AuditStore, CommitFilter, CommitRecord, search_terms
+from arela_index.decisions import Decision
+from arela_index.entities import Vocabulary, extract_mentions
+from arela_index.languages import detect_language
+from arela_index.nodes import make_node, node_id
+from arela_index.timephrases import TimeWindow, resolve_time
+
+log = logging.getLogger("arela_index")
+
+Order = Literal["relevance", "newest", "oldest"]
+
+_NEWEST = re.compile(
+    r"\b(last|latest|most\s+recent(ly)?|newest|recent(ly)?|lately|currently)\b", re.I
+)
+_OLDEST = re.compile(
+    r"\b(first|earliest|oldest|originally|initially|introduced|created|born)\b", re.I
+)
+_DECISION = re.compile(
+    r"\b(decisions?|decided|decide|adrs?|architecture|changelog|release(d|s)?|release\s+notes|"
+    r"versions?|chose|choose|why\s+did\s+we|rationale|what'?s\s+new|news)\b",
+    re.I,
+)
+_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|dev|post)\d*)?)(?![\w])", re.I)
+# Words that say "this is a history question" but name nothing to search for.
+# fmt: off
+_GENERIC = frozenset({
+    "change", "changes", "changed", "changing", "commit", "commits", "committed", "history",
+    "happened", "happen", "work", "worked", "done", "last", "latest", "recent", "recently",
+    "newest", "most", "modified", "modify", "modification", "touched", "touch", "file", "files",
+    "function", "functions", "method", "methods", "class", "classes", "repo", "repository", "code",
+    "someone", "anyone", "person", "people", "author", "authors", "first", "earliest", "oldest",
+    "introduced", "ever", "time", "date", "day", "days", "week", "weeks", "month", "months", "year",
+    "years", "ago", "list", "everything", "anything", "any", "since", "between", "made", "make",
+    "makes", "edit", "edited", "edits", "who", "whom", "whose", "when", "why", "which", "what",
+    "added", "add", "adds", "removed", "remove", "update", "updated", "updates", "lately",
+    "currently", "originally", "initially", "created", "new",
+})
+# fmt: on
+_POOL = 200  # candidates ranked per query; far more than any answer shows
+_RECENCY = 0.15  # how much being recent adds to a commit's score
+_BODY_EXCERPT = 600
+_FILES_SHOWN = 12
+_DECISION_EXCERPT = 1500
+
+
+@dataclass
+class AuditPlan:
+    """How a question was read: the window, the filters, the words searched and the order.
+
+    `paths`/`symbols` restrict the commits (the question named them unmistakably); `soft_paths`/
+    `soft_symbols` came from plain words that happen to name a file or function: they only boost.
+    """
+
+    window: TimeWindow | None = None
+    authors: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+    soft_paths: list[str] = field(default_factory=list)
+    soft_symbols: list[str] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+    order: Order = "relevance"
+    versions: list[str] = field(default_factory=list)
+    about_decisions: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        if self.window:
+            parts.append(f"time {self.window.text}")
+        for label, values in (
+            ("author", self.authors),
+            ("file", self.paths),
+            ("function", self.symbols),
+            ("about file", self.soft_paths),
+            ("about function", self.soft_symbols),
+            ("version", self.versions),
+        ):
+            if values:
+                parts.append(
+                    f"{label} {', '.join(values[:5])}" + (" ..." if len(values) > 5 else "")
+                )
+        if self.terms:
+            parts.append(f"words {', '.join(self.terms)}")
+        if self.order != "relevance":
+            parts.append(f"{self.order} first")
+        return "; ".join(parts) or "newest commits"
+
+
+_Touched = dict[int, tuple[set[str], set[str]]]
+_NONE: tuple[set[str], set[str]] = (set(), set())  # read-only default for lookups
+
+
+@dataclass
+class _Hit:
+    score: float
+    commit_id: int | None = None
+    decision_id: int | None = None
+    paths: set[str] = field(default_factory=set)
+    symbols: set[str] = field(default_factory=set)
+
+
+class AuditLogRetriever(BaseRetriever):
+    """Retrieve commits and decision records that answer when / who / why questions.
+
+    Time phrases resolve against the newest commit; files, functions and authors the question
+    names filter the commits; words rank them (full-text match combined with recency), and
+    "last / latest" questions come newest first. Scores are in [0, 1]; nothing found gives [].
+
+    >>> retriever = AuditLogRetriever(AuditStore.load(path), vocabulary, top_k=5)  # doctest: +SKIP
+    >>> hits = retriever.retrieve("when did termui.py last change?")             # doctest: +SKIP
+    >>> [h.node.metadata["commit"][:8] for h in hits]                           # doctest: +SKIP
+    ['3f2a1b9c']
+    """
+
+    def __init__(
+        self,
+        store: AuditStore,
+        vocabulary: Vocabulary | None = None,
+        top_k: int = 8,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
+        self._store = store
+        self._vocabulary = vocabulary
+        self.top_k = top_k
+
+    # -- reading the question ------------------------------------------------------------------
+
+    def plan(self, question: str) -> AuditPlan:
+        """Read a question into a search plan (also what the trace shows)."""
+        store = self._store
+        window = resolve_time(question, store.newest_date(), store.tags())
+        rest = window.without(question) if window else question
+        plan = AuditPlan(window=window)
+        mentions = extract_mentions(rest)
+        history = store.history_vocabulary
+        vocab = self._vocabulary or history
+        found = vocab.find(rest)
+        strong = [*mentions.paths, *mentions.names]
+        strong_paths = {p for m in strong for p in vocab.paths_named(m) + history.paths_named(m)}
+        for path in [*found.paths, *sorted(strong_paths - set(found.paths))]:
+            if path in strong_paths:
+                plan.paths.append(path)
+            elif _stem(path) not in _GENERIC:  # "history of X" is not about HISTORY.rst
+                plan.soft_paths.append(path)
+        tails = {s: s.rsplit(".", 1)[-1] for s in found.symbols}
+        strong_tails = {
+            t for m in mentions.names for t in (tails.get(s) for s in vocab.symbols_named(m)) if t
+        }
+        # Names no vocabulary knows may still be functions the history's hunk headers named.
+        strong_tails |= store.known_symbols(n.rsplit(".", 1)[-1] for n in mentions.names)
+        for tail in dict.fromkeys([*tails.values(), *sorted(strong_tails)]):
+            if tail in strong_tails:
+                plan.symbols.append(tail)
+            elif tail.lower() not in _GENERIC:
+                plan.soft_symbols.append(tail)
+        plan.authors = _named_authors(rest, [*found.authors, *history.find(rest).authors])
+        author_words = {w for a in plan.authors for w in a.split()}
+        plan.terms = search_terms(rest, drop=_GENERIC | author_words)
+        if _NEWEST.search(rest):
+            plan.order = "newest"
+        elif _OLDEST.search(rest) and (
+            plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols
+        ):
+            plan.order = "oldest"
+        # From the whole question: "what's new in 8.3.0" is a window and a changelog section.
+        named = [m.group(1) for m in _VERSION.finditer(question)]
+        plan.versions = list(
+            dict.fromkeys(v for n in named for v in (n, n + ".0") if v.count(".") <= 2)
+        )
+        plan.about_decisions = bool(_DECISION.search(question))
+        return plan
+
+    # -- searching -----------------------------------------------------------------------------
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        question = query_bundle.query_str
+        if not question.strip() or self._store.is_empty():
+            return []
+        try:
+            plan = self.plan(question)
+            hits = self._commit_hits(plan)
+            if plan.about_decisions:
+                # "Why did we choose X?": the record of the decision comes before the commits.
+                for h in hits:
+                    h.score *= 0.9
+            hits += self._decision_hits(plan)
+            hits.sort(key=lambda h: -h.score)
+            return self._nodes(hits[: self.top_k], plan)
+        except sqlite3.Error as exc:
+            # A damaged index answers nothing rather than raising in the middle of a query.
+            log.warning("arela-index: audit memory query failed: %s", exc)
+            return []
+
+    def _window_filter(self, plan: AuditPlan) -> CommitFilter:
+        w = plan.window
+        min_id = None
+        if w is not None and w.last_commits:
+            min_id = self._store.max_id - w.last_commits + 1
+        return CommitFilter(
+            start_ts=w.start_ts if w else None,
+            end_ts=w.end_ts if w else None,
+            min_id=min_id,
+            authors=tuple(plan.authors),
+        )
+
+    def _commit_hits(self, plan: AuditPlan) -> list[_Hit]:
+        store, where = self._store, self._window_filter(plan)
+        soft_named = plan.soft_paths or plan.soft_symbols
+        if plan.paths or plan.symbols:
+            hits = self._named_hits(plan, where)
+        else:
+            text = dict(store.match_commits(plan.terms, where, _POOL)) if plan.terms else {}
+            soft: _Touched = {}
+            if soft_named and text:
+                soft = store.touching(
+                    plan.soft_paths, plan.soft_symbols, where, None, among=list(text)
+                )
+            elif soft_named:
+                soft = store.touching(
+                    plan.soft_paths, plan.soft_symbols, where, _POOL, plan.order != "oldest"
+                )
+            hits = _word_hits(text, soft)
+        if not hits:
+            if plan.terms and not (plan.window or plan.authors):
+                return []  # words that match nothing, and no window or person to list instead
+            return self._listing(plan, where, weak=bool(plan.terms))
+        ts = store.ts_of(h.commit_id for h in hits if h.commit_id)
+        newest = max(ts.values(), default=0)
+        for h in hits:
+            h.score += _RECENCY * _recency(newest - ts.get(h.commit_id or 0, newest))
+        return hits if plan.order == "relevance" else _by_date(hits, ts, plan.order)
+
+    def _named_hits(self, plan: AuditPlan, where: CommitFilter) -> list[_Hit]:
+        """Commits that touched a file or function the question named, ranked by its words."""
+        store = self._store
+        touched = store.touching(plan.paths, plan.symbols, where, _POOL, plan.order != "oldest")
+        text: dict[int, float] = {}
+        if plan.terms:
+            text = dict(store.match_commits(plan.terms, where, _POOL, plan.paths, plan.symbols))
+            # Commits that match the words well but are older than the newest _POOL touching ones.
+            older = [i for i in text if i not in touched]
+            touched.update(store.touching(plan.paths, plan.symbols, where, None, among=older))
+        soft: _Touched = {}
+        if plan.soft_paths or plan.soft_symbols:
+            soft = store.touching(
+                plan.soft_paths, plan.soft_symbols, where, None, among=list(touched)
+            )
+        best = max(text.values(), default=0.0)
+        both = 2 if plan.paths and plan.symbols else 1
+        hits = []
+        for i, (paths, symbols) in touched.items():
+            named = (bool(paths & set(plan.paths)) + bool(symbols & set(plan.symbols))) / both
+            rel = text.get(i, 0.0) / best if best else 0.0
+            extra_paths, extra_symbols = soft.get(i, _NONE)
+            score = (
+                0.5 * (0.6 + 0.4 * named) + 0.3 * rel + 0.05 * bool(extra_paths or extra_symbols)
+            )
+            hits.append(_Hit(score, i, paths=paths | extra_paths, symbols=symbols | extra_symbols))
+        return hits
+
+    def _listing(self, plan: AuditPlan, where: CommitFilter, weak: bool) -> list[_Hit]:
+        """Commits in a window or by a person, by date: "what changed last week?"."""
+        ids = self._store.filtered(where, newest_first=plan.order != "oldest", limit=self.top_k)
+        scale = 0.5 if weak else 1.0  # the question's words matched nothing in this window
+        return [
+            _Hit(scale * (1.0 - 0.5 * rank / max(1, len(ids))), i) for rank, i in enumerate(ids)
+        ]
+
+    def _decision_hits(self, plan: AuditPlan) -> list[_Hit]:
+        if plan.authors or (plan.window and plan.window.last_commits):
+            return []  # decision records have no author and are not commits
+        w = plan.window
+        start = w.start.date().isoformat() if w and w.start else None
+        end = w.end.date().isoformat() if w and w.end else None
+        if not plan.terms and not plan.versions:
+            # "What changed last week?": a release dated in the window belongs in the answer.
+            dated = self._store.decisions_dated(start, end, self.top_k) if w else []
+            return [_Hit(0.7, decision_id=i) for i in dated]
+        found = self._store.match_decisions(plan.terms, start, end, plan.versions, self.top_k * 3)
+        best = max((s for _, s, _ in found), default=0.0)
+        weight = 1.0 if plan.about_decisions else 0.5 if plan.paths or plan.symbols else 0.65
+        return [
+            _Hit(1.0 if named else weight * (score / best if best else 0.0), decision_id=i)
+            for i, score, named in found
+        ]
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    def _nodes(self, hits: list[_Hit], plan: AuditPlan) -> list[NodeWithScore]:
+        commits = self._store.commits(h.commit_id for h in hits if h.commit_id is not None)
+        decisions = self._store.decisions(h.decision_id for h in hits if h.decision_id is not None)
+        trace = plan.describe()
+        out: list[NodeWithScore] = []
+        for h in hits:
+            score = max(0.0, min(1.0, h.score))
+            if h.commit_id is not None and h.commit_id in commits:
+                node = _commit_node(commits[h.commit_id], h, plan, trace)
+            elif h.decision_id is not None and h.decision_id in decisions:
+                node = _decision_node(decisions[h.decision_id], trace)
+            else:
+                continue
+            out.append(NodeWithScore(node=node, score=round(score, 4)))
+        return out
+
+
+def _named_authors(question: str, candidates: list[str]) -> list[str]:
+    """Authors the question really names: the full name, or a part of it written capitalised.
+
+    "Who sped up the test runner?" must not filter on an author called "Test"; a one-word name
+    must be written exactly as the author writes it.
+    """
+    out: list[str] = []
+    for author in dict.fromkeys(candidates):
+        flags = re.I if " " in author.strip() else 0
+        full = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", question, flags)
+        part = " " in author.strip() and any(
+            re.search(rf"(?<!\w){re.escape(p)}(?!\w)", question)
+            for p in author.split()
+            if len(p) > 2 and p[:1].isupper()
+        )
+        if full or part:
+            out.append(author)
+    return out
+
+
+def _word_hits(text: dict[int, float], soft: _Touched) -> list[_Hit]:
+    """Commits matching the question's words; touching a file its plain words name adds a little.
+
+    Without any word match, commits touching such a file are the (weaker) answer.
+    """
+    if not text:
+        return [_Hit(0.45, i, paths=p, symbols=s) for i, (p, s) in soft.items()]
+    best = max(text.values())
+    hits = []
+    for i, score in text.items():
+        paths, symbols = soft.get(i, _NONE)
+        hits.append(
+            _Hit(
+                0.75 * score / best + 0.1 * bool(paths or symbols), i, paths=paths, symbols=symbols
+            )
+        )
+    return hits
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+
+
+def _recency(age_seconds: int) -> float:
+    """1 for the newest commit, 0.5 for one a quarter older, fading with age."""
+    return 1.0 / (1.0 + max(0, age_seconds) / (90 * 86400))
+
+
+def _by_date(hits: list[_Hit], ts: dict[int, int], order: Order) -> list[_Hit]:
+    """Order by date, keeping only the reasonably relevant hits; scores fall with the position."""
+    best = max((h.score for h in hits), default=0.0)
+    kept = [h for h in hits if h.score >= 0.5 * best]
+    kept.sort(
+        key=lambda h: (ts.get(h.commit_id or 0, 0), h.commit_id or 0), reverse=order == "newest"
+    )
+    for rank, h in enumerate(kept):
+        h.score = 1.0 - 0.5 * rank / max(1, len(kept))
+    return kept
+
+
+def _main_file(c: CommitRecord, hit: _Hit) -> str | None:
+    if hit.paths:
+        return min(hit.paths)
+    for path, name in c.symbols:
+        if name in hit.symbols:
+            return path
+    changed = [f for f in c.files if f.added is not None]
+    if changed:
+        return max(changed, key=lambda f: ((f.added or 0) + (f.removed or 0), f.path)).path
+    return c.files[0].path if c.files else None
+
+
+def _commit_node(c: CommitRecord, hit: _Hit, plan: AuditPlan, trace: str) -> TextNode:
+    body = c.body if len(c.body) <= _BODY_EXCERPT else c.body[:_BODY_EXCERPT].rstrip() + " ..."
+    lines = [
+        f"commit {c.hash[:10]}{' (merge)' if c.merge else ''} by {c.author} on {c.date}",
+        c.subject,
+    ]
+    if body:
+        lines += ["", body]
+    if c.files:
+        shown = [
+            f"{f.path}"
+            + (f" (renamed from {f.old_path})" if f.old_path else "")
+            + (" (binary)" if f.added is None else f" (+{f.added} -{f.removed})")
+            for f in c.files[:_FILES_SHOWN]
+        ]
+        more = len(c.files) - _FILES_SHOWN
+        lines += ["", "files: " + ", ".join(shown) + (f", and {more} more" if more > 0 else "")]
+    names = list(dict.fromkeys(name for _, name in c.symbols))
+    if names:
+        lines.append("functions: " + ", ".join(names[:20]) + (", ..." if len(names) > 20 else ""))
+    if c.boundary:
+        lines.append("(the oldest commit of a shallow clone: its files are unknown)")
+    path = _main_file(c, hit)
+    symbol = next((s for s in plan.symbols + plan.soft_symbols if s in hit.symbols), None)
+    return make_node(
+        "\n".join(lines),
+        memory="audit",
+        kind="commit",
+        file_path=path,
+        language=detect_language(path) if path else None,
+        symbol=symbol,
+        commit=c.hash,
+        author=c.author,
+        date=c.date,
+        id_=node_id("audit", "commit", c.hash),
+        extra={"retriever": "audit", "trace": trace},
+    )
+
+
+def _decision_node(d: Decision, trace: str) -> TextNode:
+    label = "decision record" if d.kind == "adr" else "changelog"
+    head = f"{label} {d.path}:{d.start_line}-{d.end_line}: {d.title}"
+    facts = [f"{k}: {v}" for k, v in (("status", d.status), ("date", d.date)) if v]
+    text = (
+        d.text
+        if len(d.text) <= _DECISION_EXCERPT
+        else d.text[:_DECISION_EXCERPT].rstrip() + "\n..."
+    )
+    return make_node(
+        "\n".join([head + (f" ({', '.join(facts)})" if facts else ""), "", text]),
+        memory="audit",
+        kind="decision",
+        file_path=d.path,
+        start_line=d.start_line,
+        end_line=d.end_line,
+        language=detect_language(d.path),
+        date=d.date,
+        id_=node_id("audit", "decision", d.path, d.start_line),
+        extra={
+            "title": d.title,
+            "status": d.status,
+            "version": d.version,
+            "retriever": "audit",
+            "trace": trace,
+        },
+    )

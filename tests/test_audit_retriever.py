@@ -1,0 +1,303 @@
+"""AuditLogRetriever answers when / who / why questions from a scripted history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from arela_index.retrievers.audit import AuditLogRetriever
+from gitrepo import GitRepo
+from llama_index.core.schema import MetadataMode, NodeWithScore
+
+from arela_index.audit_store import AuditStore
+from arela_index.entities import Vocabulary
+from arela_index.scanner import scan_repository
+
+CONFIG = """from pathlib import Path
+
+
+def parse_config(path):
+    return open(path).read()
+
+
+def load_defaults():
+    return {}
+"""
+CLI = """import sys
+
+
+def main():
+    return Runner().run()
+
+
+class Runner:
+    def run(self):
+        return 0
+"""
+ADR = """# 2. Store history in SQLite
+
+Date: 2024-03-05
+
+## Status
+
+Accepted
+
+## Context
+
+We need full-text search over commits without a server, so we chose SQLite with FTS5.
+"""
+CHANGELOG = """# Changelog
+
+## 1.1.0 (2024-02-20)
+- Defaults come from the environment.
+
+## 1.0.0 (2024-01-15)
+- First release with a command line runner.
+"""
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A small project: who did what when, with two tags, an ADR and a changelog."""
+    repo = GitRepo(tmp_path_factory.mktemp("acme") / "repo")
+    c = {}
+    c["add"] = repo.commit(
+        {"src/app/config.py": CONFIG, "README.md": "# acme\n"},
+        "Add config loader",
+        author="Alice Liddell",
+        date="2024-01-02T10:00:00+01:00",
+    )
+    c["pathlib"] = repo.commit(
+        {"src/app/config.py": CONFIG.replace("open(path).read()", "Path(path).read_text()")},
+        "Parse config files with pathlib\n\nUse pathlib.Path so that Windows paths work.",
+        author="Bob Stone",
+        date="2024-01-10T09:00:00-05:00",
+    )
+    c["cli"] = repo.commit(
+        {"src/app/cli.py": CLI},
+        "Add command line runner",
+        author="Alice Liddell",
+        date="2024-01-15T14:00:00+01:00",
+    )
+    repo.tag("v1.0")
+    cli_retry = CLI.replace("return 0", "return self.retry()")
+    c["retry"] = repo.commit(
+        {"src/app/cli.py": cli_retry},
+        "Retry failed runs",
+        author="Carol King",
+        date="2024-02-01T11:00:00+00:00",
+    )
+    config_pathlib = CONFIG.replace("open(path).read()", "Path(path).read_text()")
+    c["env"] = repo.commit(
+        {"src/app/config.py": config_pathlib.replace("return {}", "return dict(os.environ)")},
+        "Read defaults from the environment",
+        author="Bob Stone",
+        date="2024-02-20T16:00:00+00:00",
+    )
+    repo.tag("v1.1")
+    c["adr"] = repo.commit(
+        {"docs/adr/0002-sqlite.md": ADR, "CHANGELOG.md": CHANGELOG},
+        "Record the storage decision",
+        author="Carol King",
+        date="2024-03-05T10:00:00+00:00",
+    )
+    c["exit"] = repo.commit(
+        {"src/app/cli.py": cli_retry.replace("return Runner()", "sys.exit(Runner())")},
+        "Fix exit code of main",
+        author="Alice Liddell",
+        date="2024-03-12T18:30:00+01:00",
+    )
+    c["root"] = str(repo.root)
+    return c
+
+
+@pytest.fixture(scope="module")
+def store(history: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> AuditStore:
+    return AuditStore.build(
+        scan_repository(history["root"]), tmp_path_factory.mktemp("index") / "audit"
+    )
+
+
+@pytest.fixture(scope="module")
+def retriever(store: AuditStore, history: dict[str, str]) -> AuditLogRetriever:
+    scan = scan_repository(history["root"])
+    symbols = [
+        "app.config.parse_config",
+        "app.config.load_defaults",
+        "app.cli.main",
+        "app.cli.Runner",
+        "app.cli.Runner.run",
+    ]
+    vocabulary = Vocabulary(
+        symbols=symbols, paths=[f.path for f in scan.files], authors=store.authors()
+    )
+    return AuditLogRetriever(store, vocabulary=vocabulary, top_k=10)
+
+
+def commits(results: list[NodeWithScore]) -> list[str]:
+    return [r.node.metadata["commit"] for r in results if r.node.metadata["kind"] == "commit"]
+
+
+def test_when_was_a_file_last_changed_and_why(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    results = retriever.retrieve("When was src/app/cli.py last changed and why?")
+    assert commits(results) == [history["exit"], history["retry"], history["cli"]]
+    top = results[0].node
+    assert top.metadata["file_path"] == "src/app/cli.py"
+    assert top.metadata["author"] == "Alice Liddell"
+    assert top.metadata["date"] == "2024-03-12T18:30:00+01:00"
+    assert top.text.startswith(
+        f"commit {history['exit'][:10]} by Alice Liddell on 2024-03-12T18:30:00+01:00"
+    )
+    assert "Fix exit code of main" in top.text and "src/app/cli.py (+1 -1)" in top.text
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_who_changed_a_function(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
+    results = retriever.retrieve("who changed `parse_config`?")
+    assert set(commits(results)) == {history["add"], history["pathlib"]}
+    assert {r.node.metadata["author"] for r in results} == {"Alice Liddell", "Bob Stone"}
+    assert all(r.node.metadata["symbol"] == "parse_config" for r in results)
+    # A method: created by one commit ("+def run"), edited inside its body by another (hunk header).
+    assert set(commits(retriever.retrieve("who touched Runner.run()"))) == {
+        history["cli"],
+        history["retry"],
+    }
+
+
+def test_words_rank_the_commits_of_a_named_file(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    results = retriever.retrieve("who added pathlib support to config.py?")
+    assert commits(results)[0] == history["pathlib"]
+    assert results[0].node.metadata["author"] == "Bob Stone"
+
+
+def test_everything_in_a_date_range(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
+    results = retriever.retrieve("what changed between 2024-01-05 and 2024-02-05?")
+    assert commits(results) == [history["retry"], history["cli"], history["pathlib"]]
+    assert "2024-01-05 to 2024-02-05" in results[0].node.metadata["trace"]
+
+
+def test_a_tag_range_and_since_a_tag(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
+    assert commits(retriever.retrieve("what changed between v1.0 and v1.1?")) == [
+        history["env"],
+        history["retry"],
+    ]
+    since = commits(retriever.retrieve("what changed since tag v1.1?"))
+    assert since == [history["exit"], history["adr"]]
+
+
+def test_relative_phrases_use_the_newest_commit_not_the_clock(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    results = retriever.retrieve("what changed last week?")
+    assert commits(results) == [
+        history["exit"]
+    ]  # 2024-03-06..12; the ADR commit of the 5th is older
+    assert "relative to the newest commit, 2024-03-12" in results[0].node.metadata["trace"]
+    assert commits(retriever.retrieve("show me the last 2 commits")) == [
+        history["exit"],
+        history["adr"],
+    ]
+
+
+def test_what_did_someone_change(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
+    results = retriever.retrieve("what did Carol change?")
+    assert commits(results) == [history["adr"], history["retry"]]
+    assert all(r.node.metadata["kind"] == "commit" for r in results)
+    assert commits(retriever.retrieve("what did Bob Stone change in January 2024?")) == [
+        history["pathlib"]
+    ]
+
+
+def test_decision_records(retriever: AuditLogRetriever) -> None:
+    results = retriever.retrieve("why did we choose SQLite?")
+    top = results[0].node
+    assert top.metadata["kind"] == "decision"
+    assert top.metadata["file_path"] == "docs/adr/0002-sqlite.md"
+    assert top.metadata["status"] == "Accepted" and top.metadata["date"] == "2024-03-05"
+    assert "Store history in SQLite" in top.text
+
+
+def test_changelog_sections(retriever: AuditLogRetriever) -> None:
+    results = retriever.retrieve("what's new in 1.1.0?")
+    decisions = [r.node for r in results if r.node.metadata["kind"] == "decision"]
+    assert decisions[0].metadata["version"] == "1.1.0"
+    assert decisions[0].metadata["date"] == "2024-02-20"
+    assert "Defaults come from the environment" in decisions[0].text
+    assert results[0].score == 1.0
+
+
+def test_nothing_found_is_an_empty_list(retriever: AuditLogRetriever) -> None:
+    assert retriever.retrieve("zebra quantum marmalade") == []
+    assert retriever.retrieve("   ") == []
+    assert retriever.retrieve("what changed in 1999?") == []
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        'NEAR("config" OR * - ^',
+        '"',
+        "config AND NOT main OR",
+        "col:x -y* ^z",
+        "'; DROP TABLE commits; --",
+    ],
+)
+def test_hostile_text_is_searched_not_executed(retriever: AuditLogRetriever, hostile: str) -> None:
+    results = retriever.retrieve(hostile)
+    assert all(0.0 <= (r.score or 0.0) <= 1.0 for r in results)
+    if "config" in hostile:
+        assert results
+
+
+def test_nodes_are_fresh_and_keep_bookkeeping_out_of_the_llm_view(
+    retriever: AuditLogRetriever,
+) -> None:
+    first = retriever.retrieve("Fix exit code")
+    first[0].node.metadata["author"] = "Mallory"
+    second = retriever.retrieve("Fix exit code")
+    assert second[0].node.metadata["author"] == "Alice Liddell"
+    assert first[0].node is not second[0].node
+    node = second[0].node
+    assert node.metadata["memory"] == "audit" and node.metadata["kind"] == "commit"
+    seen = node.get_content(MetadataMode.LLM)
+    assert "trace" not in seen and "retriever" not in seen and "Alice Liddell" in seen
+
+
+def test_trace_plan_says_how_the_question_was_read(retriever: AuditLogRetriever) -> None:
+    plan = retriever.plan("When did Bob Stone last change src/app/config.py since v1.0?")
+    assert plan.authors == ["Bob Stone"]
+    assert plan.paths == ["src/app/config.py"]
+    assert plan.order == "newest"
+    assert plan.window is not None and "after tag v1.0" in plan.window.text
+    assert "author Bob Stone" in plan.describe() and "file src/app/config.py" in plan.describe()
+
+
+def test_a_lower_case_word_is_not_an_author(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit(
+        {"runner.py": "x = 1\n"},
+        "Speed up the test runner",
+        author="Test",
+        date="2024-05-01T10:00:00+00:00",
+    )
+    git_repo.commit(
+        {"other.py": "y = 1\n"},
+        "Speed up the other runner",
+        author="Ann",
+        date="2024-05-02T10:00:00+00:00",
+    )
+    store = AuditStore.build(scan_repository(git_repo.root), tmp_path / "audit")
+    retriever = AuditLogRetriever(store, top_k=5)
+    assert retriever.plan("who sped up the test runner?").authors == []
+    assert len(commits(retriever.retrieve("who sped up the test runner?"))) == 2
+    assert retriever.plan("what did Test change?").authors == ["Test"]
+
+
+def test_an_empty_memory_answers_nothing(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
+    store = AuditStore.build(scan_repository(tmp_path / "src"), tmp_path / "audit")
+    assert AuditLogRetriever(store).retrieve("what changed last week?") == []
