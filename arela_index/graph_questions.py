@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from arela_index.entities import extract_mentions
 from arela_index.graph_store import GraphStore
+from arela_index.symbols import CALLABLE_KINDS, CLASS_KINDS
 
 RELATIONS = (
     "path",
@@ -96,6 +97,15 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
     )
 )
+# The kinds of symbol a relation is about, to choose among same-named candidates.
+_WANTED = {
+    "subclasses": CLASS_KINDS,
+    "bases": CLASS_KINDS,
+    "callers": CALLABLE_KINDS | CLASS_KINDS,
+    "callees": CALLABLE_KINDS | CLASS_KINDS,
+    "path": CALLABLE_KINDS | CLASS_KINDS,
+    "members": CLASS_KINDS | {"module"},
+}
 # Words that describe the relation rather than name a symbol.
 _QUESTION_WORDS = frozenset(
     re.findall(
@@ -188,6 +198,21 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
     return found
 
 
+def narrow(entity: Entity, relation: str, store: GraphStore) -> Entity:
+    """Fewer candidates where the relation or the code settles it: a subclass question is about a
+    class, and a module named after its class (`Log.java` defining `Log`) stands for that class."""
+    if not entity.ambiguous:
+        return entity
+    kinds = {c: (store.symbol(c) or {}).get("kind") for c in entity.candidates}
+    wanted = _WANTED.get(relation)
+    kept = [
+        c for c in entity.candidates if wanted is None or kinds[c] in wanted
+    ] or entity.candidates
+    namesakes = {c.rpartition(".")[0] for c in kept if kinds[c] in CLASS_KINDS}
+    kept = [c for c in kept if not (kinds[c] == "module" and c in namesakes)] or kept
+    return Entity(entity.mention, kept, entity.how)
+
+
 def understand(question: str, store: GraphStore) -> GraphQuestion:
     """Relation and entities of one question.
 
@@ -198,4 +223,23 @@ def understand(question: str, store: GraphStore) -> GraphQuestion:
     entities = entities_of(question, store, fuzzy_words=relation != "neighbourhood")
     if relation == "path" and len(entities) < 2:
         relation = relation_of(question, exclude=frozenset({"path"}))
-    return GraphQuestion(relation, entities)
+    return GraphQuestion(relation, _scoped([narrow(e, relation, store) for e in entities]))
+
+
+def _scoped(entities: list[Entity]) -> list[Entity]:
+    """Paths next to names scope them (`Shape` in shapes.ts); a name said twice counts once."""
+    modules = [c for e in entities if e.how == "path" for c in e.candidates]
+    names = [e for e in entities if e.how != "path"]
+    if not names:
+        return entities
+    settled = {e.candidates[0] for e in names if not e.ambiguous}
+    out: list[Entity] = []
+    for entity in names:
+        if entity.ambiguous:
+            if settled & set(entity.candidates):
+                continue
+            inside = [c for c in entity.candidates if any(c.startswith(m + ".") for m in modules)]
+            if inside:
+                entity = Entity(entity.mention, inside, entity.how)
+        out.append(entity)
+    return out

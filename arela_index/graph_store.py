@@ -235,9 +235,10 @@ class GraphStore:
         return [], "none"
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
-        """Symbols whose last name is spelled most like `name` (typos, other casing, plurals)."""
-        last = name.rpartition(".")[2].lower()
-        if len(last) < 4:
+        """Symbols whose name is spelled most like `name` (a typo, a plural); a dotted mention
+        (`Model.sav`) keeps only the symbols below what its prefix names."""
+        scope, _, last = name.lower().rpartition(".")
+        if len(last) < 3:
             return []
         trigrams = self._trigrams
         if trigrams is None:  # built on first use: most questions name symbols exactly
@@ -248,20 +249,19 @@ class GraphStore:
             self._trigrams = trigrams
         shared = Counter(n for gram in _grams(last) for n in trigrams.get(gram, ()))
         matcher = SequenceMatcher(b=last)
-        scored = []
+        scored: dict[float, set[str]] = defaultdict(set)
         for known, _ in shared.most_common(50):
             matcher.set_seq1(known)
             if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
-                scored.append((matcher.ratio(), known))
-        best = [n for score, n in sorted(scored, key=lambda p: (-p[0], p[1])) if score >= cutoff][
-            :limit
-        ]
-        if not best:
-            return []
-        top = max(score for score, n in scored if n in best)
-        return sorted(
-            {q for score, n in scored if n in best and score == top for q in self._by_tail[n]}
-        )
+                score = matcher.ratio()
+                if score >= cutoff:
+                    scored[score].update(
+                        q
+                        for q in self._by_tail[known]
+                        if not scope or f".{scope}." in f".{q.lower()}"
+                    )
+        best = next((found for _, found in sorted(scored.items(), reverse=True) if found), set())
+        return sorted(best)[:limit]
 
     # -- relations ---------------------------------------------------------------------------
 

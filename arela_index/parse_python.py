@@ -206,8 +206,9 @@ class _Extractor:
         )
         scope = _Scope(self.module, "module")
         self._body(tree.body, scope, [scope])
+        # Imported names only: what a package re-exports from its modules.
         own = self.module + "."
-        self.result.bindings = {k: v for k, v in scope.symbols.items() if not v.startswith(own)}
+        self.result.bindings = {k: v for k, v in scope.symbols.items() if v != own + k}
 
     # -- scopes ------------------------------------------------------------------------------
 

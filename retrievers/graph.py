@@ -24,6 +24,16 @@ _PHRASES = {
     "members": "is defined in",
     "path": "is called by",
 }
+# What a summary counts per relation: verb, one, many.
+_COUNTED = {
+    "callers": ("is called by", "function", "functions"),
+    "callees": ("calls", "symbol", "symbols"),
+    "importers": ("is imported by", "module", "modules"),
+    "imports": ("imports", "module or symbol", "modules and symbols"),
+    "subclasses": ("has", "subclass", "subclasses"),
+    "bases": ("inherits from", "class", "classes"),
+    "members": ("defines", "member", "members"),
+}
 _BY_NAME_SCORE = 0.5  # a match by name only may be another symbol of the same name
 _MAX_SUBJECTS = 3
 
@@ -128,20 +138,12 @@ class CodeGraphRetriever(BaseRetriever):
         by_name = sum(not link.resolved and not link.symbol.startswith(EXTERNAL) for link in links)
         outside = sum(link.symbol.startswith(EXTERNAL) for link in links)
         direct = sum(link.depth == 1 for link in links)
-        if relation == "callers":
-            note = f"{name} is called by {_plural(count, 'function')} in {files}"
-        elif relation == "callees":
-            note = f"{name} calls {_plural(count, 'symbol')}"
-        elif relation == "importers":
-            note = f"{name} is imported by {_plural(count, 'module')} in {files}"
-        elif relation == "imports":
-            note = f"{name} imports {_plural(count, 'module or symbol', 'modules and symbols')}"
-        elif relation == "subclasses":
-            note = f"{name} has {_plural(count, 'subclass', 'subclasses')} ({direct} direct)"
-        elif relation == "bases":
-            note = f"{name} inherits from {_plural(count, 'class', 'classes')} ({direct} direct)"
-        else:
-            note = f"{name} defines {_plural(count, 'member')}"
+        verb, one, many = _COUNTED[relation]
+        note = f"{name} {verb} {_plural(count, one, many)}"
+        if relation in {"callers", "importers"}:
+            note += f" in {files}"
+        elif relation in {"subclasses", "bases"}:
+            note += f" ({direct} direct)"
         if by_name:
             note += f" ({by_name} matched by name only)"
         if outside:
@@ -202,7 +204,8 @@ class CodeGraphRetriever(BaseRetriever):
         listed = ", ".join(f"`{_display(c)}`" for c in shown)
         note = (
             f"`{entity.mention}` matches {_plural(len(entity.candidates), 'symbol')} "
-            f"({entity.how} match): {listed}; showing {len(shown)}. Ask again with one of these names."
+            f"({entity.how} match): {listed}; showing {len(shown)}. "
+            "Ask again with one of these names."
         )
         summary = make_node(
             note,

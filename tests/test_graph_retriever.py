@@ -1,0 +1,269 @@
+"""CodeGraphRetriever answers graph questions with exactly the related symbols, file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+from graph_repos import GO, JAVA, JAVASCRIPT, PYTHON, RUST, TYPESCRIPT, build_graph, line_of
+from llama_index.core.schema import MetadataMode, NodeWithScore
+
+from arela_index.graph_store import GraphStore
+from arela_index.retrievers.graph import CodeGraphRetriever
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> GraphStore:
+    root = tmp_path_factory.mktemp("shop")
+    return build_graph(GitRepo(root / "repo"), PYTHON, root / "graph")
+
+
+@pytest.fixture(scope="module")
+def polyglot(tmp_path_factory: pytest.TempPathFactory) -> GraphStore:
+    root = tmp_path_factory.mktemp("polyglot")
+    return build_graph(
+        GitRepo(root / "repo"), {**JAVASCRIPT, **GO, **JAVA, **RUST, **TYPESCRIPT}, root / "graph"
+    )
+
+
+def ask(store: GraphStore, question: str, **kw: int) -> tuple[NodeWithScore, list[NodeWithScore]]:
+    results = CodeGraphRetriever(store, **kw).retrieve(question)
+    assert results, question
+    assert results[0].node.metadata["kind"] == "summary"
+    assert all(0.0 <= (r.score or 0.0) <= 1.0 for r in results)
+    return results[0], results[1:]
+
+
+def symbols(nodes: list[NodeWithScore]) -> set[str]:
+    return {n.node.metadata["symbol"] for n in nodes}
+
+
+def where(nodes: list[NodeWithScore]) -> dict[str, tuple[str, int]]:
+    return {
+        n.node.metadata["symbol"]: (n.node.metadata["file_path"], n.node.metadata["line"])
+        for n in nodes
+    }
+
+
+def test_callers_are_exactly_the_calling_functions_with_file_and_line(shop: GraphStore) -> None:
+    summary, related = ask(shop, "Who calls `Model.save`?")
+    cart = "src/shop/cart.py"
+    assert where(related) == {
+        "shop.cart.Cart.add": (cart, line_of(PYTHON, cart, "item.save()")),
+        "shop.cart.Gift.save": (cart, line_of(PYTHON, cart, "return super().save()")),
+    }
+    assert (
+        summary.node.get_content()
+        == "`shop.base.Model.save` is called by 2 functions in 1 file; showing 2."
+    )
+    assert summary.node.metadata["symbol"] == "shop.base.Model.save"
+    first = related[0].node
+    assert first.metadata["memory"] == "graph" and first.metadata["kind"] == "relation"
+    assert "calls shop.base.Model.save at src/shop/cart.py:" in first.get_content()
+    # Bookkeeping stays out of what an LLM reads.
+    assert "relation" in first.excluded_llm_metadata_keys
+    assert "\nrelation: " not in first.get_content(MetadataMode.LLM)
+
+
+def test_callees_include_calls_outside_the_repository(shop: GraphStore) -> None:
+    summary, related = ask(shop, "what does `Cart.add` call?")
+    assert symbols(related) == {"shop.cart.Item", "shop.base.Model.save", "shop.util.log", "append"}
+    assert "(1 outside this repository)" in summary.node.get_content()
+    outside = next(n.node for n in related if n.node.metadata["symbol"] == "append")
+    assert outside.get_content().startswith(
+        "append (outside this repository) is called by shop.cart.Cart.add at"
+    )
+
+
+def test_subclasses_and_bases_follow_the_hierarchy(shop: GraphStore) -> None:
+    summary, related = ask(shop, "Which classes inherit from `Model`?")
+    assert symbols(related) == {"shop.cart.Item", "shop.cart.Cart", "shop.cart.Gift"}
+    assert summary.node.get_content().startswith("`shop.base.Model` has 3 subclasses (2 direct)")
+    gift = next(n for n in related if n.node.metadata["symbol"] == "shop.cart.Gift")
+    assert "inherits from (indirectly) shop.base.Model" in gift.node.get_content()
+    assert gift.score is not None and gift.score < 1.0
+    _, bases = ask(shop, "what does `Gift` inherit from?")
+    assert symbols(bases) == {"shop.cart.Item", "shop.base.Model"}
+
+
+def test_importers_and_imports_of_modules(shop: GraphStore) -> None:
+    _, importers = ask(shop, "What imports `shop.util`?")
+    assert symbols(importers) == {"shop", "shop.base", "shop.cart"}
+    assert where(importers)["shop.base"] == (
+        "src/shop/base.py",
+        line_of(PYTHON, "src/shop/base.py", "from shop.util import log"),
+    )
+    _, imports = ask(shop, "what does src/shop/cli.py import?")
+    assert symbols(imports) == {"shop", "shop.cart.Cart"}
+
+
+def test_definition_and_members(shop: GraphStore) -> None:
+    summary, related = ask(shop, "Where is `Cart.total` defined?")
+    (node,) = [r.node for r in related]
+    path = "src/shop/cart.py"
+    assert (node.metadata["file_path"], node.metadata["start_line"], node.metadata["end_line"]) == (
+        path,
+        line_of(PYTHON, path, "@property"),
+        line_of(PYTHON, path, "return money("),
+    )
+    assert node.metadata["kind"] == "method"
+    assert "def total(self):" in node.get_content()
+    assert summary.node.get_content().startswith(
+        "`shop.cart.Cart.total` is a method defined at src/shop/cart.py:"
+    )
+    _, members = ask(shop, "which methods does `Cart` have?")
+    assert symbols(members) == {
+        "shop.cart.Cart.__init__",
+        "shop.cart.Cart.add",
+        "shop.cart.Cart.total",
+    }
+
+
+def test_a_path_between_two_symbols_is_the_chain_of_calls(shop: GraphStore) -> None:
+    summary, steps = ask(shop, "How does `shop.cli.main` reach `persist`?")
+    assert [s.node.metadata["symbol"] for s in steps] == [
+        "shop.cart.Cart.add",
+        "shop.base.Model.save",
+        "shop.base.persist",
+    ]
+    assert summary.node.get_content() == (
+        "`shop.cli.main` reaches `shop.base.persist` through 3 calls: shop.cli.main"
+        " → shop.cart.Cart.add → shop.base.Model.save → shop.base.persist; showing 3."
+    )
+    assert steps[0].node.metadata["line"] == line_of(PYTHON, "src/shop/cli.py", "cart.add(3)")
+
+
+def test_an_unclear_question_gets_the_neighbourhood(shop: GraphStore) -> None:
+    summary, related = ask(shop, "tell me about `persist`")
+    assert symbols(related) == {"shop.base.persist", "shop.base.Model.save", "shop.util.log"}
+    assert "Around it: 1 callers, 1 callees" in summary.node.get_content()
+
+
+def test_names_resolve_by_case_suffix_and_closest_spelling(shop: GraphStore) -> None:
+    for question in (
+        "who calls `shop.base.model.save`?",
+        "who calls save in Model? `Model.save`",
+        "who calls `Model.sav`?",
+    ):
+        summary, _ = ask(shop, question)
+        assert summary.node.metadata["symbol"] == "shop.base.Model.save", question
+    summary, related = ask(shop, "who calls persits?")
+    assert summary.node.metadata["symbol"] == "shop.base.persist"
+    assert symbols(related) == {"shop.base.Model.save"}
+
+
+def test_a_path_in_the_question_scopes_an_ambiguous_name(shop: GraphStore) -> None:
+    summary, related = ask(shop, "who calls `save` in src/shop/base.py?")
+    assert summary.node.metadata["symbol"] == "shop.base.Model.save"
+    assert symbols(related) == {"shop.cart.Cart.add", "shop.cart.Gift.save"}
+
+
+def test_an_ambiguous_name_returns_the_candidates(shop: GraphStore) -> None:
+    summary, related = ask(shop, "who calls `validate`?")
+    assert symbols(related) == {"shop.base.Model.validate", "shop.cart.Item.validate"}
+    assert summary.node.get_content().startswith("`validate` matches 2 symbols")
+    assert {r.node.metadata["kind"] for r in related} == {"method"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who calls `nothing_like_this`?",
+        "What is the capital of France?",
+        "who calls `Item.validate`?",
+        "",
+    ],
+)
+def test_nothing_found_is_an_empty_list(shop: GraphStore, question: str) -> None:
+    assert CodeGraphRetriever(shop).retrieve(question) == []
+
+
+def test_fanout_caps_what_is_shown_and_says_what_was_left_out(shop: GraphStore) -> None:
+    summary, related = ask(shop, "what does `Cart.add` call?", fanout=2)
+    assert len(related) == 2
+    assert summary.node.get_content().endswith("showing 2 (2 left out).")
+    _, limited = ask(shop, "what does `Cart.add` call?", top_k=3)
+    assert len(limited) == 2
+
+
+def test_each_retrieval_hands_out_fresh_nodes(shop: GraphStore) -> None:
+    retriever = CodeGraphRetriever(shop)
+    first = retriever.retrieve("Who calls `Model.save`?")
+    first[1].node.metadata["symbol"] = "changed"
+    first[1].node.set_content("changed")
+    again = retriever.retrieve("Who calls `Model.save`?")
+    assert "changed" not in {n.node.metadata["symbol"] for n in again}
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in first]
+
+
+@pytest.mark.parametrize(
+    ("question", "subject", "expected"),
+    [
+        ("who calls `util.log`?", "lib.util.log", {"lib.model.persist", "lib.cart.Cart.add"}),
+        (
+            "which classes extend `lib.model.Model`?",
+            "lib.model.Model",
+            {"lib.cart.Item", "lib.cart.Cart"},
+        ),
+        (
+            "which classes implement `Shape` in shapes.ts? `web.shapes.Shape`",
+            "web.shapes.Shape",
+            {"web.shapes.Base", "web.shapes.Square"},
+        ),
+        ("who calls `Store.Save`?", "store.Store.Save", {"cmd.main"}),
+        ("what does `store.Store.flush` call?", "store.Store.flush", {"store.Log"}),
+        ("what imports the `store` package?", "store", {"cmd"}),
+        (
+            "which classes implement `Saveable`?",
+            "src.main.java.com.shop.Saveable.Saveable",
+            {"src.main.java.com.shop.Model.Model", "src.main.java.com.shop.Item.Item"},
+        ),
+        (
+            "who calls `Log.info`?",
+            "src.main.java.com.shop.util.Log.Log.info",
+            {
+                "src.main.java.com.shop.Store.Store.persist",
+                "src.main.java.com.shop.Item.Item.validate",
+            },
+        ),
+        (
+            "what does `src.lib.run` call?",
+            "src.lib.run",
+            {"src.shapes.Square.new", "src.shapes.Square.area"},
+        ),
+        (
+            "what implements the trait `src.shapes.Shape`?",
+            "src.shapes.Shape",
+            {"src.shapes.Square"},
+        ),
+    ],
+)
+def test_other_languages_answer_exactly(
+    polyglot: GraphStore, question: str, subject: str, expected: set[str]
+) -> None:
+    summary, related = ask(polyglot, question)
+    assert summary.node.metadata["symbol"] == subject
+    assert symbols(related) == expected
+    assert all(r.node.metadata["file_path"] and r.node.metadata["line"] for r in related)
+
+
+def test_go_callers_point_at_the_call_site(polyglot: GraphStore) -> None:
+    _, related = ask(polyglot, "who calls `Store.Save`?")
+    assert where(related) == {
+        "cmd.main": ("cmd/main.go", line_of(GO, "cmd/main.go", 's.Save("x")'))
+    }
+    # Matched by name (s is a local variable): scored below a resolved call and said so.
+    assert "(matched by name only)" in related[0].node.get_content()
+
+
+def test_a_loaded_graph_answers_like_the_built_one(shop: GraphStore, tmp_path: Path) -> None:
+    folder = tmp_path / "again"
+    shop.save(folder)
+    loaded = GraphStore.load(folder)
+    question = "Which classes inherit from `Model`?"
+    built = CodeGraphRetriever(shop).retrieve(question)
+    again = CodeGraphRetriever(loaded).retrieve(question)
+    assert [(n.node.get_content(), n.score) for n in built] == [
+        (n.node.get_content(), n.score) for n in again
+    ]
