@@ -49,4 +49,13 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "ArelaConfig",
+    "ArelaError",
+    "ArelaIndex",
+    "ArelaSelector",
+    "AuditLogRetriever",
+    "CodeGraphRetriever",
+    "CodeMemoryRetriever",
+    "__version__",
+]

@@ -32,6 +32,48 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    import json
+
+    from arela_index.answers import compact, response_json
+    from arela_index.errors import ArelaError
+    from arela_index.index import ArelaIndex
+
+    batch = args.question == "-"
+    questions = (line.rstrip("\n") for line in sys.stdin) if batch else iter([args.question])
+    if not batch and not args.question.strip():
+        raise ArelaError(
+            "the question is empty: ask something about the repository, e.g. `who calls main?`"
+        )
+    index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
+    engine = index.as_query_engine(top_k=args.top_k)
+    status = EXIT_OK
+    for question in questions:
+        try:
+            response = engine.query(question)
+        except ArelaError as exc:
+            if not batch:
+                raise
+            status = EXIT_USAGE
+            print(
+                json.dumps({"question": question, "error": str(exc)})
+                if args.json
+                else f"error: {exc}"
+            )
+            continue
+        if args.json:
+            print(json.dumps(response_json(question, response), ensure_ascii=False))
+        else:
+            print(compact(str(response)) if batch else str(response).rstrip())
+        if args.explain:
+            print(
+                response.metadata["arela"].to_text(),
+                file=sys.stderr if args.json or batch else sys.stdout,
+            )
+        sys.stdout.flush()
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arela",
@@ -51,7 +93,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--refresh", action="store_true", help="re-read only what changed since the last build"
     )
     index.set_defaults(func=cmd_index)
+
+    ask = sub.add_parser(
+        "ask", help="ask a question (QUESTION '-' reads one question per line from stdin)"
+    )
+    ask.add_argument(
+        "question", metavar="QUESTION", help="the question, or - for one per line on stdin"
+    )
+    ask.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    ask.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    ask.add_argument(
+        "--json", action="store_true", help="one JSON object per answer (see README: JSON contract)"
+    )
+    ask.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
+    ask.add_argument(
+        "--explain",
+        action="store_true",
+        help="print how the question was routed, graded and retried",
+    )
+    ask.add_argument(
+        "--top-k", type=_positive, default=None, help="how many sources at most (default 8)"
+    )
+    ask.set_defaults(func=cmd_ask)
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,9 +57,8 @@ def extract_mentions(question: str) -> Mentions:
         if _is_path(token):
             if token not in paths:
                 paths.append(token)
-        elif strong or _identifier_shaped(token):
-            if token not in names:
-                names.append(token)
+        elif (strong or _identifier_shaped(token)) and token not in names:
+            names.append(token)
 
     rest = question
     for pattern in (_BACKTICKED, _QUOTED):

@@ -134,7 +134,6 @@ class ArelaIndex:
             self.audit, vocabulary=self.vocabulary, top_k=top_k or self.config.top_k
         )
 
-
     # -- querying ------------------------------------------------------------------------------
 
     def _llm(self, model: str, timeout: float) -> Any:
@@ -167,12 +166,20 @@ class ArelaIndex:
         retrievers = {
             name: make(top_k)
             for name, make in (
-                ("code", self.code_retriever), ("graph", self.graph_retriever), ("audit", self.audit_retriever)
+                ("code", self.code_retriever),
+                ("graph", self.graph_retriever),
+                ("audit", self.audit_retriever),
             )
             if name in available
         }
         selector = self.selector()
-        router = build_router(retrievers.get("code"), retrievers.get("graph"), retrievers.get("audit"), selector, top_k)
+        router = build_router(
+            retrievers.get("code"),
+            retrievers.get("graph"),
+            retrievers.get("audit"),
+            selector,
+            top_k,
+        )
         grader = RelevanceGrader(
             retrievers=retrievers,
             vocabulary=self.vocabulary,
@@ -198,7 +205,9 @@ class ArelaIndex:
             return OfflineChatEngine(self.as_query_engine(top_k=top_k))
         from llama_index.core.chat_engine import CondensePlusContextChatEngine
 
-        return CondensePlusContextChatEngine.from_defaults(retriever=self.as_retriever(top_k), llm=llm)
+        return CondensePlusContextChatEngine.from_defaults(
+            retriever=self.as_retriever(top_k), llm=llm
+        )
 
     def as_tool(self, name: str = "repository_context", llm: Any = None, **_: Any) -> Any:
         """A `QueryEngineTool` an agent can call with a full question about this repository."""

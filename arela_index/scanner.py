@@ -204,11 +204,8 @@ class _Rules:
             pathspec.PathSpec.from_lines("gitwildmatch", config.include) if config.include else None
         )
         self.persist_rel: str | None = None
-        if persist is not None:
-            try:
-                self.persist_rel = persist.resolve().relative_to(root).as_posix() + "/"
-            except ValueError:
-                pass
+        if persist is not None and persist.resolve().is_relative_to(root):
+            self.persist_rel = persist.resolve().relative_to(root).as_posix() + "/"
 
     def by_name(self, rel: str) -> str | None:
         parts = rel.split("/")

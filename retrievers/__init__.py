@@ -28,4 +28,10 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module, __name__), name)
 
 
-__all__ = list(_EXPORTS)
+__all__ = [
+    "ArelaRouterRetriever",
+    "AuditLogRetriever",
+    "CodeGraphRetriever",
+    "CodeMemoryRetriever",
+    "build_router",
+]

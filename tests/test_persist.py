@@ -40,14 +40,18 @@ def test_leftovers_of_a_killed_build_are_cleared_by_the_next(tmp_path: Path) -> 
     (persist / "CURRENT.abcd.tmp").write_text("build-19990101T000000-deadbeef")
     assert current_build(persist) == good
     newer = _build(persist, "newer")
-    assert sorted(p.name for p in persist.iterdir()) == [".gitignore", "CURRENT", newer.name, "lock"]
+    assert sorted(p.name for p in persist.iterdir()) == [
+        ".gitignore",
+        "CURRENT",
+        newer.name,
+        "lock",
+    ]
 
 
 def test_two_builders_at_once_one_is_refused_clearly(tmp_path: Path) -> None:
     persist = tmp_path / "idx"
-    with build_lock(persist):
-        with pytest.raises(ArelaError, match="is building"), build_lock(persist):
-            pass
+    with build_lock(persist), pytest.raises(ArelaError, match="is building"), build_lock(persist):
+        pass
     with build_lock(persist):  # released after the first one finished
         pass
 
@@ -75,5 +79,8 @@ def test_older_format_version_says_how_to_rebuild(tmp_path: Path) -> None:
 def test_an_unwritable_persist_dir_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    with pytest.raises(ArelaError, match="cannot write the index.*--persist-dir"), build_lock(blocker / "idx"):
+    with (
+        pytest.raises(ArelaError, match=r"cannot write the index.*--persist-dir"),
+        build_lock(blocker / "idx"),
+    ):
         pass
