@@ -25,7 +25,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo")
     parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--no-embedding", action="store_true", help="sparse only (offline_embedding=none)")
+    parser.add_argument(
+        "--no-embedding", action="store_true", help="sparse only (offline_embedding=none)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -33,7 +35,9 @@ def main() -> None:
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
             config = ArelaConfig(
-                offline=True, persist_dir=tmp, show_progress=False,
+                offline=True,
+                persist_dir=tmp,
+                show_progress=False,
                 offline_embedding="none" if args.no_embedding else "static",
             )
             started = time.perf_counter()

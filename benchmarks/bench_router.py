@@ -24,9 +24,10 @@ import yaml
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))
 
+from routing_repos import BUILDERS, memories_for, vocabulary_for  # noqa: E402
+
 from arela_index.retrievers.router import build_router  # noqa: E402
 from arela_index.selectors.arela_selector import ArelaSelector  # noqa: E402
-from routing_repos import BUILDERS, memories_for, vocabulary_for  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:

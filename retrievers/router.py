@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
-from arela_index.selectors.tools import memory_of
 from llama_index.core.base.base_selector import BaseSelector, SelectorResult
 from llama_index.core.llms import LLM, MockLLM
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever, RouterRetriever
@@ -22,6 +20,8 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
 from arela_index.nodes import normalise
+from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
+from arela_index.selectors.tools import memory_of
 from arela_index.text import STOPWORDS, words
 from arela_index.trace import Trace
 

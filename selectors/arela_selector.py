@@ -12,6 +12,17 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import QueryBundle
+from llama_index.core.tools.types import ToolMetadata
+from pydantic import ConfigDict, Field
+
+from arela_index.entities import Vocabulary
+from arela_index.errors import ArelaError
 from arela_index.selectors.evidence import (
     Entities,
     compared_entities,
@@ -43,17 +54,6 @@ from arela_index.selectors.llm_stage import (
 )
 from arela_index.selectors.prototypes import Prototypes
 from arela_index.selectors.tools import closest_tool, description_terms, memory_indexes, memory_of
-from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
-from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.prompts.mixin import PromptDictType
-from llama_index.core.schema import QueryBundle
-from llama_index.core.tools.types import ToolMetadata
-from pydantic import ConfigDict, Field
-
-from arela_index.entities import Vocabulary
-from arela_index.errors import ArelaError
 from arela_index.text import STOPWORDS, words
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.

@@ -6,7 +6,7 @@ Questions are read clause by clause ("explain the scheduler and list its recent 
 clauses), so one question can carry several intents; inside a clause the strongest cue wins.
 """
 
-# ruff: noqa: E501  (a table of regular expressions reads better with one rule per line)
+
 from __future__ import annotations
 
 import re

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from arela_index.selectors.intents import INTENT_MEANINGS, INTENTS
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, create_model
+
+from arela_index.selectors.intents import INTENT_MEANINGS, INTENTS
 
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt.
 MAX_QUESTION_CHARS = 2000

@@ -15,6 +15,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from arela_index.entities import Mentions, extract_mentions
 from arela_index.selectors.evidence import stem
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -24,9 +27,6 @@ from arela_index.selectors.intents import (
     STRUCTURAL,
     TEMPORAL,
 )
-from llama_index.core.base.embeddings.base import BaseEmbedding
-
-from arela_index.entities import Mentions, extract_mentions
 from arela_index.text import tokenize
 
 EXAMPLES: Mapping[str, tuple[str, ...]] = {

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from arela_index.selectors.evidence import stem, variants
-from arela_index.selectors.intents import MEMORIES
 from llama_index.core.tools.types import ToolMetadata
 
+from arela_index.selectors.evidence import stem, variants
+from arela_index.selectors.intents import MEMORIES
 from arela_index.text import tokenize
 
 _DESCRIBES = {

@@ -22,7 +22,11 @@ CHECK = (
 
 def _run(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-c", CHECK], cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}
+        [sys.executable, "-c", CHECK],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
@@ -44,8 +48,20 @@ def test_from_the_repository_root_the_stdlib_selectors_wins() -> None:
 def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
     )
     (wheel,) = wheels.glob("arela_index-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -54,8 +70,19 @@ def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
     assert not any(n.startswith(("selectors/", "retrievers/")) for n in names)
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

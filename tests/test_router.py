@@ -10,11 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.retrievers.graph import CodeGraphRetriever
-from arela_index.retrievers.router import DESCRIPTIONS, ArelaRouterRetriever, build_router
-from arela_index.selectors.arela_selector import ArelaSelector
-from arela_index.selectors.tools import memory_of
 from fake_ollama import FakeOllama
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
 from llama_index.core.llms import MockLLM
@@ -32,7 +27,12 @@ from arela_index.errors import ArelaError
 from arela_index.graph_store import GraphStore
 from arela_index.nodes import fresh, make_node
 from arela_index.ollama import make_llm
+from arela_index.retrievers.code import CodeMemoryRetriever
+from arela_index.retrievers.graph import CodeGraphRetriever
+from arela_index.retrievers.router import DESCRIPTIONS, ArelaRouterRetriever, build_router
 from arela_index.scanner import scan_repository
+from arela_index.selectors.arela_selector import ArelaSelector
+from arela_index.selectors.tools import memory_of
 from arela_index.trace import TRACE_KEY, Trace
 
 

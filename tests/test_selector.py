@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 from fake_ollama import FakeOllama
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.tools import ToolMetadata
@@ -20,6 +19,7 @@ from arela_index.config import ArelaConfig
 from arela_index.entities import Vocabulary
 from arela_index.errors import ArelaError
 from arela_index.ollama import make_embedding, make_llm
+from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 
 QUESTIONS = yaml.safe_load((Path(__file__).parent / "routing_questions.yaml").read_text())[
     "questions"
