@@ -26,7 +26,7 @@ lint: $(BIN)/.installed
 # package as a wheel would install it.
 typecheck: $(BIN)/.installed
 	rm -rf .typecheck && $(BIN)/python -m pip install -q --no-deps --no-build-isolation --target .typecheck .
-	cd .typecheck && ../$(BIN)/mypy -p arela_index
+	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml -p arela_index
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q

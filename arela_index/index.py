@@ -112,8 +112,12 @@ class ArelaIndex:
 
     def available_memories(self) -> list[str]:
         """Memories with something in them: the router never routes to an empty one."""
-        stores = {"code": self.code, "graph": self.graph, "audit": self.audit}
-        return [name for name, store in stores.items() if not store.is_empty()]
+        empty = {
+            "code": self.code.is_empty(),
+            "graph": self.graph.is_empty(),
+            "audit": self.audit.is_empty(),
+        }
+        return [name for name, is_empty in empty.items() if not is_empty]
 
     def code_retriever(self, top_k: int | None = None) -> Any:
         from arela_index.retrievers.code import CodeMemoryRetriever

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
 Memory = Literal["code", "graph", "audit"]
 Kind = Literal[
@@ -92,7 +92,7 @@ def make_node(
     )
 
 
-def fresh(node: TextNode, score: float | None, **extra: Any) -> NodeWithScore:
+def fresh(node: BaseNode, score: float | None, **extra: Any) -> NodeWithScore:
     """A copy a caller may mutate without touching the stored node; `extra` goes to hidden keys."""
     copy = node.model_copy(deep=True)
     if extra:
