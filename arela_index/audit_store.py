@@ -322,6 +322,11 @@ class AuditStore:
         return Vocabulary(paths=self._paths, authors=self._authors)
 
     @cached_property
+    def author_vocabulary(self) -> Vocabulary:
+        """Authors only: cheap to build, for a vocabulary that came without them."""
+        return Vocabulary(authors=self._authors)
+
+    @cached_property
     def _newest(self) -> datetime | None:
         row = self._rows("SELECT date FROM commits ORDER BY ts DESC, id DESC LIMIT 1")
         return datetime.fromisoformat(row[0][0]) if row else None

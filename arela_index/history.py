@@ -25,7 +25,8 @@ from arela_index.scanner import git_head
 
 _RECORD = b"\x00\x1e"
 # Fields end with NUL, which no commit message or text patch line can contain.
-_FORMAT = "%x00%x1e%H%x00%P%x00%an%x00%ae%x00%aI%x00%at%x00%s%x00%b%x00"
+# Author name and email as .mailmap resolves them: one person, one name.
+_FORMAT = "%x00%x1e%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
 _FIELDS = 8
 _CHUNK = 1 << 20
 # Below this many commits per process a second git costs more than it saves.
@@ -295,6 +296,7 @@ def _log_command(
         "-c", f"core.attributesFile={attributes}",
         "-c", f"diff.arela.xfuncname={_ARELA_FUNCNAME}",
         "-c", "core.quotePath=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false",
+        "-c", "diff.interHunkContext=0",  # fused hunks would count context lines as changed
         "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--encoding=UTF-8",
         "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", f"--format={_FORMAT}",
         f"--skip={skip}", f"--max-count={count}", *(["--relative"] if subfolder else []),

@@ -47,7 +47,7 @@ _GENERIC = frozenset({
     "years", "ago", "list", "everything", "anything", "any", "since", "between", "made", "make",
     "makes", "edit", "edited", "edits", "who", "whom", "whose", "when", "why", "which", "what",
     "added", "add", "adds", "removed", "remove", "update", "updated", "updates", "lately",
-    "currently", "originally", "initially", "created", "new",
+    "currently", "originally", "initially", "created", "new", "delete", "deleted", "deleting",
 })
 # fmt: on
 _POOL = 200  # candidates ranked per query; far more than any answer shows
@@ -146,11 +146,12 @@ class AuditLogRetriever(BaseRetriever):
         rest = window.without(question) if window else question
         plan = AuditPlan(window=window)
         mentions = extract_mentions(rest)
-        history = store.history_vocabulary
-        vocab = self._vocabulary or history
+        vocab = self._vocabulary or store.history_vocabulary
         found = vocab.find(rest)
-        strong = [*mentions.paths, *mentions.names]
-        strong_paths = {p for m in strong for p in vocab.paths_named(m) + history.paths_named(m)}
+        strong_paths = {p for m in [*mentions.paths, *mentions.names] for p in vocab.paths_named(m)}
+        for mention in mentions.paths:
+            if not vocab.paths_named(mention):  # perhaps a file deleted or renamed since
+                strong_paths.update(store.history_vocabulary.paths_named(mention))
         for path in [*found.paths, *sorted(strong_paths - set(found.paths))]:
             if path in strong_paths:
                 plan.paths.append(path)
@@ -167,9 +168,15 @@ class AuditLogRetriever(BaseRetriever):
                 plan.symbols.append(tail)
             elif tail.lower() not in _GENERIC:
                 plan.soft_symbols.append(tail)
-        plan.authors = _named_authors(rest, [*found.authors, *history.find(rest).authors])
+        authors = found.authors if vocab.authors else store.author_vocabulary.find(rest).authors
+        plan.authors = _named_authors(rest, authors)
+        # A named file is a filter already; its path's words ("src", "py") would only blur the ranking.
+        words = rest
+        if plan.paths:
+            for mention in mentions.paths:
+                words = words.replace(mention, " ")
         author_words = {w for a in plan.authors for w in a.split()}
-        plan.terms = search_terms(rest, drop=_GENERIC | author_words)
+        plan.terms = search_terms(words, drop=_GENERIC | author_words)
         if _NEWEST.search(rest):
             plan.order = "newest"
         elif _OLDEST.search(rest) and (

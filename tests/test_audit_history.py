@@ -130,6 +130,33 @@ def test_line_counts_equal_git_numstat(repo: GitRepo) -> None:
     assert reference[(list(read_log(repo.root))[2].hash, "src/config.py")] == (3, 2)
 
 
+def test_user_config_does_not_change_what_is_read(repo: GitRepo) -> None:
+    for key, value in [
+        ("diff.interHunkContext", "10"),
+        ("diff.noprefix", "true"),
+        ("diff.algorithm", "patience"),
+        ("core.quotePath", "true"),
+        ("diff.external", "false"),
+    ]:
+        repo.git("config", key, value)
+    reference = numstat(repo.root)
+    ours = {(c.hash, f.path): (f.added, f.removed) for c in read_log(repo.root) for f in c.files}
+    assert ours == reference
+
+
+def test_mailmap_names_one_person_once(git_repo: GitRepo) -> None:
+    git_repo.commit({"a.py": "x = 1\n"}, "old address", author="alice", email="alice@old.example")
+    git_repo.commit(
+        {".mailmap": "Alice Liddell <alice@new.example> <alice@old.example>\n"},
+        "mailmap",
+        author="Alice Liddell",
+        email="alice@new.example",
+    )
+    assert {(c.author, c.email) for c in read_log(git_repo.root)} == {
+        ("Alice Liddell", "alice@new.example")
+    }
+
+
 def test_renames_binaries_and_unusual_names(repo: GitRepo) -> None:
     newest, logo_commit = list(read_log(repo.root))[:2]
     moved = {f.path: f for f in newest.files}

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from arela_index.retrievers.audit import AuditLogRetriever
 from gitrepo import GitRepo
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from arela_index.audit_store import AuditStore
 from arela_index.entities import Vocabulary
+from arela_index.retrievers.audit import AuditLogRetriever
 from arela_index.scanner import scan_repository
 
 CONFIG = """from pathlib import Path
@@ -294,6 +294,23 @@ def test_a_lower_case_word_is_not_an_author(git_repo: GitRepo, tmp_path: Path) -
     assert retriever.plan("who sped up the test runner?").authors == []
     assert len(commits(retriever.retrieve("who sped up the test runner?"))) == 2
     assert retriever.plan("what did Test change?").authors == ["Test"]
+
+
+def test_a_deleted_file_is_still_known_to_history(git_repo: GitRepo, tmp_path: Path) -> None:
+    created = git_repo.commit(
+        {"old_tool.py": "x = 1\n", "keep.py": "y = 1\n"},
+        "Add the old tool",
+        date="2024-05-01T10:00:00+00:00",
+    )
+    gone = git_repo.commit(
+        delete=("old_tool.py",), message="Retire the old tool", date="2024-05-02T10:00:00+00:00"
+    )
+    scan = scan_repository(git_repo.root)
+    store = AuditStore.build(scan, tmp_path / "audit")
+    vocabulary = Vocabulary(paths=[f.path for f in scan.files], authors=store.authors())
+    retriever = AuditLogRetriever(store, vocabulary=vocabulary)
+    assert retriever.plan("when was old_tool.py deleted?").paths == ["old_tool.py"]
+    assert commits(retriever.retrieve("when was old_tool.py last changed?")) == [gone, created]
 
 
 def test_an_empty_memory_answers_nothing(tmp_path: Path) -> None:

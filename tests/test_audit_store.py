@@ -166,6 +166,16 @@ def test_reset_and_new_commits_rebuild(repo: GitRepo, tmp_path: Path) -> None:
     assert "lib.py" not in second.paths() and "Bob" not in second.authors()
 
 
+def test_a_limited_build_is_partial_and_a_refresh_completes_it(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    limited = AuditStore.build(scan_repository(repo.root), tmp_path / "one", max_commits=2)
+    assert limited.stats()["commits"] == 2 and limited.stats()["partial"]
+    full = build(repo.root, tmp_path / "two", previous=limited, changes=Changes())
+    assert full.stats()["commits"] == 3 and not full.stats()["partial"]
+    assert "only part of the history" in full.stats()["rebuilt"]
+
+
 def test_a_folder_without_git(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("x = 1\n")
