@@ -41,31 +41,19 @@ class Resolver:
         self.by_name: dict[str, list[str]] = defaultdict(list)
         self.bindings: dict[str, dict[str, str]] = defaultdict(dict)
         self.bases: dict[str, list[str]] = defaultdict(list)
-        self._tails: dict[str, list[str]] | None = None
+        self.folders: dict[str, str] = {}
         for f in self.files:
             for d in f.definitions:
                 if d.qualname in self.defs:
                     continue
                 self.defs[d.qualname] = d
+                self.folders[d.qualname] = dirname(d.path)
                 if d.parent:
                     self.members.setdefault((d.parent, d.name), d.qualname)
-                if d.kind != "module":
-                    self.by_name[d.name].append(d.qualname)
+                self.by_name[d.name].append(d.qualname)
             self.bindings[f.module].update(f.bindings)
 
     # -- lookups -----------------------------------------------------------------------------
-
-    @property
-    def tails(self) -> dict[str, list[str]]:
-        """Every dotted tail of every qualified name ("a.b.c" -> "a.b.c", "b.c", "c")."""
-        if self._tails is None:
-            tails: dict[str, list[str]] = defaultdict(list)
-            for qualname in self.defs:
-                parts = qualname.split(".")
-                for i in range(len(parts)):
-                    tails[".".join(parts[i:])].append(qualname)
-            self._tails = tails
-        return self._tails
 
     def member(self, cls: str, name: str, inherited_only: bool = False) -> str | None:
         """`name` on class `cls` or, breadth first, on its bases."""
@@ -113,7 +101,7 @@ class Resolver:
         for near in (
             lambda q: self.defs[q].path == fs.path,
             lambda q: q.startswith(fs.module + "."),
-            lambda q: dirname(self.defs[q].path) == folder,
+            lambda q: self.folders[q] == folder,
         ):
             close = [q for q in unique if near(q)]
             if len(close) == 1:
@@ -123,9 +111,12 @@ class Resolver:
         return None
 
     def _by_tail(self, target: str, fs: FileSymbols, shortest: int) -> str | None:
+        """The symbol whose qualified name ends with the longest tail of `target` that any ends with."""
         parts = target.split(".")
+        named = self.by_name.get(parts[-1], ())
         for i in range(len(parts) - shortest + 1):
-            found = self.tails.get(".".join(parts[i:]))
+            tail = ".".join(parts[i:])
+            found = [q for q in named if q == tail or q.endswith("." + tail)]
             if found:
                 return self._nearest(found, fs)
         return None

@@ -7,6 +7,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import networkx as nx
 
 from arela_index.changes import Changes
 from arela_index.errors import corrupt
-from arela_index.graph_resolve import EXTERNAL, Resolver
+from arela_index.graph_resolve import EXTERNAL, Edge, Resolver
 from arela_index.parsing import extract_symbols, parses
 from arela_index.scanner import ScanResult, SourceFile
 from arela_index.symbols import CLASS_KINDS, FileSymbols
@@ -218,7 +219,7 @@ class GraphStore:
         name = name.strip().strip("`").removesuffix("()").replace("::", ".").replace("#", ".")
         if not name:
             return [], "none"
-        if name in self._defined:
+        if self.graph.nodes.get(name, {}).get("kind", "external") != "external":
             return [name], "exact"
         lower = name.lower()
         if lower in self._by_lower:
@@ -407,23 +408,41 @@ class GraphStore:
     # -- indexes -----------------------------------------------------------------------------
 
     def _index(self) -> None:
-        nodes = self.graph.nodes
-        self._defined = sorted(n for n, a in nodes(data=True) if a.get("kind") != "external")
-        self._by_lower: dict[str, list[str]] = defaultdict(list)
-        self._by_tail: dict[str, list[str]] = defaultdict(list)
-        self._modules_by_path: dict[str, str] = {}
+        """What every store needs at once; name and call indexes wait for the first question."""
+        self._defined = sorted(
+            n for n, a in self.graph.nodes(data=True) if a.get("kind") != "external"
+        )
+        self._modules_by_path = {
+            path.lower(): info["module"]
+            for path, info in self.graph.graph.get("files", {}).items()
+            if not info.get("error")
+        }
+
+    @cached_property
+    def _by_lower(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = defaultdict(list)
         for qualname in self._defined:
-            self._by_lower[qualname.lower()].append(qualname)
+            found[qualname.lower()].append(qualname)
+        return found
+
+    @cached_property
+    def _by_tail(self) -> dict[str, list[str]]:
+        """Lower-cased dotted tails of qualified names ("b.c", "c" for "a.b.c")."""
+        found: dict[str, list[str]] = defaultdict(list)
+        for qualname in self._defined:
             parts = qualname.lower().split(".")
             for i in range(1, len(parts)):
-                self._by_tail[".".join(parts[i:])].append(qualname)
-        for path, info in self.graph.graph.get("files", {}).items():
-            if not info.get("error"):
-                self._modules_by_path[path.lower()] = info["module"]
-        self._calls_out: dict[str, list[tuple[str, int | None]]] = defaultdict(list)
+                found[".".join(parts[i:])].append(qualname)
+        return found
+
+    @cached_property
+    def _calls_out(self) -> dict[str, list[tuple[str, int | None]]]:
+        nodes = self.graph.nodes
+        found: dict[str, list[tuple[str, int | None]]] = defaultdict(list)
         for u, v, key, line in self.graph.edges(keys=True, data="line"):
             if key == "calls" and nodes[v].get("kind") != "external":
-                self._calls_out[u].append((v, line))
+                found[u].append((v, line))
+        return found
 
 
 def _grams(word: str) -> set[str]:
@@ -450,50 +469,56 @@ def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
     """A node per definition (the first wins a shared name) and external name; typed edges."""
     resolver = Resolver(files)
     graph = nx.MultiDiGraph()
-    for fs in resolver.files:
-        for d in fs.definitions:
-            if d.qualname not in graph:
-                graph.add_node(
-                    d.qualname,
-                    kind=d.kind,
-                    name=d.name,
-                    path=d.path,
-                    start_line=d.start_line,
-                    end_line=d.end_line,
-                    signature=d.signature,
-                    doc=d.doc,
-                    parent=d.parent,
-                    language=fs.language,
-                )
-    module_at = {fs.path: fs.module for fs in resolver.files}
-    for qualname, d in resolver.defs.items():
-        parent = d.parent if d.parent in resolver.defs else None
-        if parent is None and d.kind != "module":
-            parent = module_at.get(d.path)
-        if parent and parent != qualname:
-            _add_edge(graph, parent, qualname, "defines", d.start_line, True, d.path)
-    for edge in resolver.edges():
-        for end in (edge.source, edge.target):
-            if end not in graph:
-                graph.add_node(end, kind="external", name=end.removeprefix(EXTERNAL))
-        _add_edge(
-            graph, edge.source, edge.target, edge.relation, edge.line, edge.resolved, edge.path
+    language = {fs.path: fs.language for fs in resolver.files}
+    graph.add_nodes_from(
+        (
+            q,
+            {
+                "kind": d.kind,
+                "name": d.name,
+                "path": d.path,
+                "start_line": d.start_line,
+                "end_line": d.end_line,
+                "signature": d.signature,
+                "doc": d.doc,
+                "parent": d.parent,
+                "language": language[d.path],
+            },
         )
+        for q, d in resolver.defs.items()
+    )
+    module_at = {fs.path: fs.module for fs in resolver.files}
+    edges = [
+        Edge(parent, qualname, "defines", d.start_line, True, d.path)
+        for qualname, d in resolver.defs.items()
+        if (parent := d.parent if d.parent in resolver.defs else module_at.get(d.path))
+        and parent != qualname
+        and d.kind != "module"
+    ]
+    # One edge per (source, target, relation): its first line, resolved if any reference is.
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for edge in [*edges, *resolver.edges()]:
+        key = (edge.source, edge.target, edge.relation)
+        data = merged.get(key)
+        if data is None:
+            merged[key] = {
+                "line": edge.line,
+                "resolved": edge.resolved,
+                "count": 1,
+                "path": edge.path,
+            }
+        else:
+            data["count"] += 1
+            data["resolved"] = data["resolved"] or edge.resolved
+    defs = resolver.defs
+    for (u, v, _), data in merged.items():
+        for end in (u, v):
+            if end not in defs and end not in graph:
+                graph.add_node(end, kind="external", name=end.removeprefix(EXTERNAL))
+        if u in defs and defs[u].path == data["path"]:  # kept only where it differs
+            del data["path"]
+    graph.add_edges_from((u, v, relation, data) for (u, v, relation), data in merged.items())
     return graph
-
-
-def _add_edge(
-    graph: nx.MultiDiGraph, u: str, v: str, relation: str, line: int, resolved: bool, path: str
-) -> None:
-    """One edge per (source, target, relation): its first line; resolved if any reference is."""
-    if graph.has_edge(u, v, key=relation):
-        data = graph.edges[u, v, relation]
-        data["count"] += 1
-        data["resolved"] = data["resolved"] or resolved
-        return
-    graph.add_edge(u, v, key=relation, line=line, resolved=resolved, count=1)
-    if graph.nodes[u].get("path") != path:  # only where it differs from the source's own file
-        graph.edges[u, v, relation]["path"] = path
 
 
 def _write_json(path: Path, data: Any) -> None:

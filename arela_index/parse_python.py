@@ -47,7 +47,16 @@ _LEAF_FIELDS = frozenset(
         "type_params",
     }
 )
-_LEAF_TYPES = (ast.Constant, ast.Name, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
+_LEAF_TYPES = (
+    ast.Constant,
+    ast.Name,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Global,
+    ast.Nonlocal,
+    ast.MatchSingleton,
+)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _SIGNATURE_CHARS = 240
 
@@ -124,36 +133,49 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
+# What the walk does with a node, by its exact type (one dict lookup instead of isinstance chains).
+_SKIP, _CALL, _DEF, _IMPORT, _BINDER, _WALK = range(6)
+_ROLE: dict[type, int] = {
+    type(None): _SKIP,
+    ast.Call: _CALL,
+    **{t: _SKIP for t in _LEAF_TYPES},
+    **{t: _DEF for t in _DEFS},
+    **{t: _IMPORT for t in _IMPORTS},
+    **{t: _BINDER for t in _BINDERS},
+}
+
+
 def _walk_scope(nodes: list[ast.stmt]) -> _Body:
     """Sort every node evaluated in this scope; a nested def contributes only its header."""
     body = _Body()
-    stack: list[object] = list(reversed(nodes))
+    stack: list[ast.AST] = list(reversed(nodes))
+    role_of, fields_of = _ROLE.get, _FIELDS.get
     while stack:
         node = stack.pop()
-        if not isinstance(node, ast.AST) or isinstance(node, _LEAF_TYPES):
+        kind = type(node)
+        role = role_of(kind, _WALK)
+        if role == _SKIP:
             continue
-        if isinstance(node, ast.Call):
-            body.calls.append(node)
-        elif isinstance(node, _DEFS):
-            body.defs.append(node)
+        if role == _CALL:
+            body.calls.append(node)  # type: ignore[arg-type]
+        elif role == _DEF:
+            body.defs.append(node)  # type: ignore[arg-type]
             # Decorators, defaults and bases run in the enclosing scope.
             if isinstance(node, ast.ClassDef):
-                header: list[object] = [
-                    *node.decorator_list,
-                    *node.bases,
-                    *(k.value for k in node.keywords),
-                ]
+                header: list[ast.AST] = [*node.decorator_list, *node.bases]
+                header += [k.value for k in node.keywords]
             else:
-                header = [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]
+                header = [*node.decorator_list, *node.args.defaults]  # type: ignore[attr-defined]
+                header += [d for d in node.args.kw_defaults if d is not None]  # type: ignore[attr-defined]
             stack.extend(reversed(header))
             continue
-        elif isinstance(node, _IMPORTS):
-            body.imports.append(node)
+        elif role == _IMPORT:
+            body.imports.append(node)  # type: ignore[arg-type]
             continue
-        elif isinstance(node, _BINDERS):
+        elif role == _BINDER:
             body.binders.append(node)
-        for name in _child_fields(type(node)):
-            value = getattr(node, name, None)
+        for name in fields_of(kind) or _child_fields(kind):
+            value = getattr(node, name)
             if type(value) is list:
                 stack.extend(reversed(value))
             elif value is not None:
