@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import threading
 from functools import cache
 
 from tree_sitter import Language, Parser
@@ -28,6 +29,9 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
 }
 
 
+_local = threading.local()
+
+
 def grammar_languages() -> frozenset[str]:
     """The languages (names from `languages.detect_language`) a grammar exists for."""
     return frozenset(_GRAMMARS)
@@ -45,7 +49,12 @@ def get_language(language: str) -> Language:
     return Language(getattr(module, function)())
 
 
-@cache
 def get_parser(language: str) -> Parser:
-    """A parser for one language, reused across files (parsers are not shared between threads)."""
-    return Parser(get_language(language))
+    """A parser for one language, one per thread (a tree-sitter parser is not thread-safe)."""
+    parsers: dict[str, Parser] | None = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    parser = parsers.get(language)
+    if parser is None:
+        parser = parsers[language] = Parser(get_language(language))
+    return parser

@@ -400,3 +400,185 @@ def test_a_damaged_graph_file_is_an_index_problem(
         path.write_text('{"format": 1, "nodes": 3}')
     with pytest.raises(IndexProblem, match="rebuild the index"):
         GraphStore.load(tmp_path / "graph")
+
+
+# One small file per remaining grammar: (path, source, definitions, calls as (caller, callee)).
+_SAMPLES = {
+    "csharp": (
+        "App/Dog.cs",
+        """using App.Util;
+namespace App.Models {
+  /// <summary>A dog.</summary>
+  public class Dog : Animal, IRunnable {
+    public Dog() { Bark(); }
+    public void Run() { Helper.Go(); this.Bark(); }
+    private void Bark() {}
+  }
+  public interface IRunnable { void Run(); }
+  public struct Point {}
+  public enum Kind { A }
+}
+""",
+        {
+            ("App.Dog.Dog", "class"),
+            ("App.Dog.Dog.Dog", "method"),
+            ("App.Dog.Dog.Run", "method"),
+            ("App.Dog.Dog.Bark", "method"),
+            ("App.Dog.IRunnable", "interface"),
+            ("App.Dog.IRunnable.Run", "method"),
+            ("App.Dog.Point", "struct"),
+            ("App.Dog.Kind", "enum"),
+        },
+        {
+            ("App.Dog.Dog.Dog", "App.Dog.Dog.Bark"),
+            ("App.Dog.Dog.Run", "Helper.Go"),
+            ("App.Dog.Dog.Run", "App.Dog.Dog.Bark"),
+        },
+    ),
+    "cpp": (
+        "geo/circle.cpp",
+        """#include "shape.hpp"
+namespace geo {
+// A circle.
+class Circle : public Shape {
+ public:
+  double area() const { return compute(r); }
+};
+}
+double compute(double r) { return r * r; }
+int main() { geo::Circle c; return c.area(); }
+""",
+        {
+            ("geo.circle.Circle", "class"),
+            ("geo.circle.Circle.area", "method"),
+            ("geo.circle.compute", "function"),
+            ("geo.circle.main", "function"),
+        },
+        {
+            ("geo.circle.Circle.area", "geo.circle.compute"),
+            ("geo.circle.main", "geo.circle.Circle.area"),
+        },
+    ),
+    "ruby": (
+        "lib/dog.rb",
+        """require_relative 'animal'
+# A dog.
+class Dog < Animal
+  include Comparable
+  def bark(x)
+    helper(x)
+    Cat.new
+  end
+
+  def helper(x); x; end
+end
+""",
+        {
+            ("lib.dog.Dog", "class"),
+            ("lib.dog.Dog.bark", "method"),
+            ("lib.dog.Dog.helper", "method"),
+        },
+        {("lib.dog.Dog.bark", "lib.dog.Dog.helper"), ("lib.dog.Dog.bark", "Cat")},
+    ),
+    "php": (
+        "src/Dog.php",
+        """<?php
+namespace App;
+use App\\Util\\Helper;
+/** A dog. */
+class Dog extends Animal implements Runnable {
+    public function bark() { $this->run(); Helper::go(); }
+    public function run() { return top(); }
+}
+function top() { return 1; }
+""",
+        {
+            ("src.Dog.Dog", "class"),
+            ("src.Dog.Dog.bark", "method"),
+            ("src.Dog.Dog.run", "method"),
+            ("src.Dog.top", "function"),
+        },
+        {
+            ("src.Dog.Dog.bark", "src.Dog.Dog.run"),
+            ("src.Dog.Dog.bark", "App.Util.Helper.go"),
+            ("src.Dog.Dog.run", "src.Dog.top"),
+        },
+    ),
+    "kotlin": (
+        "app/Dog.kt",
+        """package app
+class Dog(val name: String) : Animal() {
+    fun bark() { wag(); top() }
+    fun wag() {}
+}
+fun top() {}
+""",
+        {
+            ("app.Dog.Dog", "class"),
+            ("app.Dog.Dog.bark", "method"),
+            ("app.Dog.Dog.wag", "method"),
+            ("app.Dog.top", "function"),
+        },
+        {("app.Dog.Dog.bark", "app.Dog.Dog.wag"), ("app.Dog.Dog.bark", "app.Dog.top")},
+    ),
+    "swift": (
+        "Sources/Dog.swift",
+        """import Foundation
+class Dog: Animal {
+    func bark() { self.wag() }
+    func wag() {}
+}
+struct Point {}
+enum Kind { case a }
+""",
+        {
+            ("Sources.Dog.Dog", "class"),
+            ("Sources.Dog.Dog.bark", "method"),
+            ("Sources.Dog.Dog.wag", "method"),
+            ("Sources.Dog.Point", "struct"),
+            ("Sources.Dog.Kind", "enum"),
+        },
+        {("Sources.Dog.Dog.bark", "Sources.Dog.Dog.wag")},
+    ),
+    "scala": (
+        "src/Dog.scala",
+        """package app
+trait Runnable { def run(): Unit }
+class Dog extends Animal with Runnable {
+  def run(): Unit = { wag() }
+  def wag(): Unit = {}
+}
+""",
+        {
+            ("src.Dog.Runnable", "trait"),
+            ("src.Dog.Runnable.run", "method"),
+            ("src.Dog.Dog", "class"),
+            ("src.Dog.Dog.run", "method"),
+            ("src.Dog.Dog.wag", "method"),
+        },
+        {("src.Dog.Dog.run", "src.Dog.Dog.wag")},
+    ),
+    "shell": (
+        "bin/run.sh",
+        """# Greets.
+greet() { echo hi; }
+main() { greet; }
+main "$@"
+""",
+        {("bin.run.greet", "function"), ("bin.run.main", "function")},
+        {("bin.run.greet", "echo"), ("bin.run.main", "bin.run.greet"), ("bin.run", "bin.run.main")},
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(_SAMPLES))
+def test_every_other_grammar_yields_its_definitions_and_calls(
+    git_repo: GitRepo, tmp_path: Path, language: str
+) -> None:
+    path, source, definitions, calls = _SAMPLES[language]
+    store = build_graph(git_repo, {path: source}, tmp_path / "graph")
+    module = module_name(path, language)
+    got = {(q, store.symbol(q)["kind"]) for q in store.symbol_names()}  # type: ignore[index]
+    assert got == {(module, "module"), *definitions}
+    assert {(u, v) for u, v, _ in edges(store, "calls")} == calls
+    assert store.stats()["languages"] == {language: 1}
