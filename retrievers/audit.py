@@ -52,6 +52,7 @@ _GENERIC = frozenset({
 # fmt: on
 _POOL = 200  # candidates ranked per query; far more than any answer shows
 _RECENCY = 0.15  # how much being recent adds to a commit's score
+_MAX_TERMS = 24  # a pasted traceback is not 300 search terms
 _BODY_EXCERPT = 600
 _FILES_SHOWN = 12
 _DECISION_EXCERPT = 1500
@@ -176,7 +177,7 @@ class AuditLogRetriever(BaseRetriever):
             for mention in mentions.paths:
                 words = words.replace(mention, " ")
         author_words = {w for a in plan.authors for w in a.split()}
-        plan.terms = search_terms(words, drop=_GENERIC | author_words)
+        plan.terms = search_terms(words, drop=_GENERIC | author_words)[:_MAX_TERMS]
         if _NEWEST.search(rest):
             plan.order = "newest"
         elif _OLDEST.search(rest) and (
