@@ -10,6 +10,7 @@ node named `?<target>`, so nothing a file says is dropped.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +19,20 @@ from posixpath import dirname
 from arela_index.symbols import CALLABLE_KINDS, CLASS_KINDS, Definition, FileSymbols, Reference
 
 EXTERNAL = "?"
+_METHODS = frozenset({"method"})
+# Methods of the languages' own strings, lists, maps and promises: `items.append(x)` on an
+# object of unknown type is far likelier one of these than a repository method of that name.
+_BUILTIN_METHODS = frozenset(
+    re.findall(
+        r"\w+",
+        """append extend insert pop remove items keys values setdefault join split rsplit strip
+        lstrip rstrip startswith endswith lower upper encode decode format replace count index
+        sort copy push shift unshift slice splice map filter reduce forEach find findIndex some
+        every includes indexOf concat then catch finally trim toString toLowerCase toUpperCase
+        hasOwnProperty call apply bind entries startsWith endsWith padStart padEnd equals hashCode
+        size isEmpty contains stream collect charAt substring length println printf""",
+    )
+)
 _MAX_FOLLOW = 6
 
 
@@ -41,6 +56,7 @@ class Resolver:
         self.by_name: dict[str, list[str]] = defaultdict(list)
         self.bindings: dict[str, dict[str, str]] = defaultdict(dict)
         self.bases: dict[str, list[str]] = defaultdict(list)
+        self.by_parent: dict[str, list[str]] = defaultdict(list)
         self.folders: dict[str, str] = {}
         for f in self.files:
             for d in f.definitions:
@@ -50,6 +66,7 @@ class Resolver:
                 self.folders[d.qualname] = dirname(d.path)
                 if d.parent:
                     self.members.setdefault((d.parent, d.name), d.qualname)
+                    self.by_parent[d.parent].append(d.qualname)
                 self.by_name[d.name].append(d.qualname)
             self.bindings[f.module].update(f.bindings)
 
@@ -121,6 +138,14 @@ class Resolver:
                 return self._nearest(found, fs)
         return None
 
+    def _class_of_module(self, key: str) -> str:
+        """A module inherited from (`class A extends require('./base')`) means its one class."""
+        node = self.defs.get(key)
+        if node is None or node.kind != "module":
+            return key
+        classes = [q for q in self.by_parent.get(key, ()) if self.defs[q].kind in CLASS_KINDS]
+        return classes[0] if len(classes) == 1 else key
+
     def _type_named(self, qualname: str, fs: FileSymbols) -> str | None:
         """A type a file names but does not define (Rust `impl Trait for Type` elsewhere)."""
         name = qualname.rpartition(".")[2]
@@ -150,7 +175,15 @@ class Resolver:
                 if found:
                     return found, False
             return EXTERNAL + target, ref.resolved
-        kinds = CLASS_KINDS if ref.relation == "inherits" else CALLABLE_KINDS | CLASS_KINDS
+        if ref.member and target in _BUILTIN_METHODS:
+            return EXTERNAL + target, False
+        kinds = (
+            CLASS_KINDS
+            if ref.relation == "inherits"
+            else _METHODS
+            if ref.member
+            else CALLABLE_KINDS | CLASS_KINDS
+        )
         found = self._nearest(
             [q for q in self.by_name.get(target, ()) if self.defs[q].kind in kinds], fs
         )
@@ -180,6 +213,7 @@ class Resolver:
             for ref in fs.references:
                 if ref.relation == "inherits":
                     key, precise = self.resolve(ref, fs)
+                    key = self._class_of_module(key)
                     source = self.follow(ref.source) or self._type_named(ref.source, fs)
                     if source and key != source:
                         out.append(Edge(source, key, "inherits", ref.line, precise, fs.path))

@@ -402,6 +402,10 @@ class _Extractor:
 
     def _call(self, func: ast.expr, line: int, scope: _Scope, chain: list[_Scope]) -> None:
         source = scope.qualname
+
+        def method_of_unknown(name: str) -> None:
+            self.result.refer(source, name, "calls", line, False, member=True)
+
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
             inner = func.value.func
             if isinstance(inner, ast.Name) and inner.id == "super" and scope.cls:
@@ -409,12 +413,12 @@ class _Extractor:
                     source, func.attr, "calls", line, False, scope.cls, inherited_only=True
                 )
             else:  # a method of whatever the inner call returns
-                self.result.refer(source, func.attr, "calls", line, False)
+                method_of_unknown(func.attr)
             return
         parts = _dotted(func)
         if parts is None:
             if isinstance(func, ast.Attribute):
-                self.result.refer(source, func.attr, "calls", line, False)
+                method_of_unknown(func.attr)
             return
         head, rest = parts[0], parts[1:]
         if head == scope.self_name and scope.cls and len(rest) == 1:
@@ -433,10 +437,10 @@ class _Extractor:
             if head in s.opaque or head in s.instances:
                 # A call through a variable: only a method name on it says anything.
                 if rest:
-                    self.result.refer(source, rest[-1], "calls", line, False)
+                    method_of_unknown(rest[-1])
                 return
         if head in _BUILTINS:
             if rest:
-                self.result.refer(source, rest[-1], "calls", line, False)
+                method_of_unknown(rest[-1])
             return
         self.result.refer(source, ".".join(parts), "calls", line, False)

@@ -11,6 +11,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 from tree_sitter import Node, Query, QueryCursor
 
@@ -61,6 +62,19 @@ _CREATION = frozenset(
 )
 # Well-known objects of JavaScript runtimes: `console.log` is not some repository's `log`.
 _GLOBALS = frozenset({"console", "window", "document", "process", "globalThis", "navigator"})
+_NAMED_RECEIVERS = frozenset(
+    {
+        "identifier",
+        "constant",
+        "name",
+        "namespace_identifier",
+        "type_identifier",
+        "scoped_identifier",
+        "qualified_name",
+        "scope_resolution",
+        "simple_identifier",
+    }
+)
 _WRAPPERS = frozenset({"generic_name", "template_function", "generic_function"})
 # Siblings just before a definition that belong to it (decorators, attributes).
 _ATTACHED = frozenset(
@@ -121,6 +135,14 @@ _NOT_BASES = frozenset(
         "argument_list",
     }
 )
+
+
+class _Callee(NamedTuple):
+    target: str
+    precise: bool
+    owner: str | None = None  # a class to look the name up on, with its bases
+    inherited_only: bool = False
+    member: bool = False  # called on an object of unknown type
 
 
 @dataclass
@@ -455,9 +477,8 @@ class _Extractor:
 
     def _calls(self, names: list[Node]) -> None:
         skip = _NOT_CALLS.get(self.language, set())
-        for name_node, (owner, cls) in zip(
-            names, self._containers([n.start_byte for n in names]), strict=True
-        ):
+        containers = self._containers([n.start_byte for n in names])
+        for name_node, (owner, cls) in zip(names, containers, strict=True):
             name = self.text(name_node)
             if name in skip or not name:
                 continue
@@ -466,15 +487,22 @@ class _Extractor:
             self_name = None
             if owner is not None and owner.receiver:
                 cls_name, self_name = owner.qualname.rpartition(".")[0], owner.self_name
-            line = name_node.start_point.row + 1
-            target, resolved, via, inherited = self._callee(name_node, name, cls_name, self_name)
-            if target:
-                self.result.refer(source, target, "calls", line, resolved, via, inherited)
+            callee = self._callee(name_node, name, cls_name, self_name)
+            self.result.refer(
+                source,
+                callee.target,
+                "calls",
+                name_node.start_point.row + 1,
+                callee.precise,
+                callee.owner,
+                callee.inherited_only,
+                callee.member,
+            )
 
     def _callee(
         self, name_node: Node, name: str, cls: str | None, self_name: str | None
-    ) -> tuple[str, bool, str | None, bool]:
-        """(target, precise, owner to look the name up on, only in its bases) for one call."""
+    ) -> _Callee:
+        """What one call names, as far as this file can tell."""
         anchor = name_node
         parent = anchor.parent
         if parent is not None and parent.type in _WRAPPERS:
@@ -493,71 +521,42 @@ class _Extractor:
         obj = self.text(receiver).strip()
         if (obj in _SELF or obj == self_name) and cls:
             member = self.members.get((cls, name))
-            return (member, True, None, False) if member else (name, False, cls, False)
+            return _Callee(member, True) if member else _Callee(name, False, owner=cls)
         if obj in _SUPER and cls:
-            return name, False, cls, True
-        if (
-            self.language == "ruby"
-            and name == "new"
-            and receiver.type in {"constant", "scope_resolution"}
-        ):
+            return _Callee(name, False, owner=cls, inherited_only=True)
+        named = receiver.type in _NAMED_RECEIVERS
+        if self.language == "ruby" and name == "new" and named:
             return self._type_ref(_clean_name(obj))
-        obj = (
-            _clean_name(obj)
-            if receiver.type
-            in {
-                "identifier",
-                "constant",
-                "name",
-                "namespace_identifier",
-                "type_identifier",
-                "scoped_identifier",
-                "qualified_name",
-                "scope_resolution",
-                "simple_identifier",
-            }
-            else ""
-        )
-        if obj:
+        if named:
+            obj = _clean_name(obj)
             head, _, rest = obj.partition(".")
-            if head in self.bindings:
-                return (
-                    ".".join(p for p in (self.bindings[head], rest, name) if p),
-                    True,
-                    None,
-                    False,
-                )
-            if head in self.classes:
-                return ".".join(p for p in (self.classes[head], rest, name) if p), True, None, False
-            if (
-                head[:1].isupper()
-                or head in _GLOBALS
-                or (parent is not None and parent.type in _PATHS)
-            ):
-                return f"{obj}.{name}", False, None, False
-        return name, False, None, False
+            for known in (self.bindings, self.classes):
+                if head in known:
+                    return _Callee(".".join(p for p in (known[head], rest, name) if p), True)
+            path_like = parent is not None and parent.type in _PATHS
+            if head[:1].isupper() or head in _GLOBALS or path_like:
+                return _Callee(f"{obj}.{name}", False)
+        # A method of an object whose type this file does not say.
+        return _Callee(name, False, member=True)
 
-    def _bare_call(self, name: str, cls: str | None) -> tuple[str, bool, str | None, bool]:
+    def _bare_call(self, name: str, cls: str | None) -> _Callee:
         if name in self.bindings:
-            return self.bindings[name], True, None, False
-        if cls and self.language in _IMPLICIT_THIS:
-            member = self.members.get((cls, name))
-            if member:
-                return member, True, None, False
-        local = self.members.get((self.module, name))
-        if local:
-            return local, True, None, False
-        if cls and self.language in _IMPLICIT_THIS:
-            return name, False, cls, False
-        return name, False, None, False
+            return _Callee(self.bindings[name], True)
+        implicit = cls if cls and self.language in _IMPLICIT_THIS else None
+        found = (implicit and self.members.get((implicit, name))) or self.members.get(
+            (self.module, name)
+        )
+        if found:
+            return _Callee(found, True)
+        return _Callee(name, False, owner=implicit)
 
-    def _type_ref(self, name: str) -> tuple[str, bool, str | None, bool]:
+    def _type_ref(self, name: str) -> _Callee:
         head, _, rest = name.partition(".")
         if head in self.bindings:
-            return ".".join(p for p in (self.bindings[head], rest) if p), True, None, False
+            return _Callee(".".join(p for p in (self.bindings[head], rest) if p), True)
         if name in self.classes:
-            return self.classes[name], True, None, False
-        return name, False, None, False
+            return _Callee(self.classes[name], True)
+        return _Callee(name, False)
 
     def _bases(self, holders: list[Node], impls: list[tuple[Node, Node]]) -> None:
         found: list[tuple[Node, str]] = []
@@ -573,7 +572,7 @@ class _Extractor:
             node, name = found[i]
             if owner is None or not name or owner.kind not in CLASS_KINDS:
                 continue
-            target, precise, _, _ = self._type_ref(name)
+            target, precise = self._type_ref(name)[:2]
             if target != owner.qualname:
                 self.result.refer(
                     owner.qualname, target, "inherits", node.start_point.row + 1, precise
@@ -581,7 +580,7 @@ class _Extractor:
         for type_node, trait_node in impls:
             type_name = _clean_name(self.text(type_node)).rpartition(".")[2]
             source = self.classes.get(type_name, f"{self.module}.{type_name}")
-            target, precise, _, _ = self._type_ref(_clean_name(self.text(trait_node)))
+            target, precise = self._type_ref(_clean_name(self.text(trait_node)))[:2]
             self.result.refer(source, target, "inherits", trait_node.start_point.row + 1, precise)
 
     def _base_names(self, clause: Node) -> list[tuple[Node, str]]:

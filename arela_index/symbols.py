@@ -50,6 +50,7 @@ class Reference:
     resolved: bool
     owner: str | None = None
     inherited_only: bool = False
+    member: bool = False  # a method called on an object whose type the parser could not tell
 
 
 @dataclass
@@ -77,10 +78,11 @@ class FileSymbols:
         resolved: bool,
         owner: str | None = None,
         inherited_only: bool = False,
+        member: bool = False,
     ) -> None:
         """Record one reference this file makes."""
         self.references.append(
-            Reference(source, target, relation, line, resolved, owner, inherited_only)
+            Reference(source, target, relation, line, resolved, owner, inherited_only, member)
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -96,7 +98,16 @@ class FileSymbols:
                 for d in self.definitions
             ],
             "references": [
-                [r.source, r.target, r.relation, r.line, r.resolved, r.owner, r.inherited_only]
+                [
+                    r.source,
+                    r.target,
+                    r.relation,
+                    r.line,
+                    r.resolved,
+                    r.owner,
+                    r.inherited_only,
+                    r.member,
+                ]
                 for r in self.references
             ],
         }
