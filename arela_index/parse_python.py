@@ -74,6 +74,7 @@ class _Scope:
     cls: str | None = None  # for a method: the class `self`/`cls` stand for
     self_name: str | None = None
     members: frozenset[str] = frozenset()
+    annotated: dict[str, str] = field(default_factory=dict)  # parameter -> its annotated class
 
 
 @dataclass
@@ -183,6 +184,29 @@ def _walk_scope(nodes: list[ast.stmt]) -> _Body:
     return body
 
 
+def _annotated_class(annotation: ast.expr | None) -> ast.expr | None:
+    """The class an annotation names: `Foo`, `mod.Foo`, `"Foo"`, `Foo | None`, `Optional[Foo]`."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [x for x in (annotation.left, annotation.right) if not _is_none(x)]
+        annotation = sides[0] if len(sides) == 1 else None
+    elif isinstance(annotation, ast.Subscript) and _dotted(annotation.value) in (
+        ["Optional"],
+        ["typing", "Optional"],
+        ["t", "Optional"],
+    ):
+        annotation = annotation.slice
+    return annotation if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _bound_names(node: ast.AST) -> list[str]:
     """Local variables a statement binds (tuple targets included)."""
     if isinstance(node, ast.Assign):
@@ -250,6 +274,10 @@ class _Extractor:
                     scope.assigned[name] += 1
             for binder in body.binders:
                 self._bind_instance(binder, scope, chain)
+            for name, cls in scope.annotated.items():
+                if scope.assigned[name] == 1:  # a parameter never rebound keeps its annotated type
+                    scope.instances[name] = cls
+                    scope.opaque.discard(name)
         for imp in body.imports:
             self._import(imp)
         for call in body.calls:
@@ -358,6 +386,12 @@ class _Extractor:
             if a is not None:
                 scope.opaque.add(a.arg)
                 scope.assigned[a.arg] += 1
+        for a in [*positional, *args.kwonlyargs]:
+            annotation = _annotated_class(a.annotation)
+            if annotation is not None:
+                cls, precise = self._resolve_name(annotation, chain)
+                if cls and precise:
+                    scope.annotated[a.arg] = cls
         if kind == "method" and positional:
             if not any(_dotted(d) == ["staticmethod"] for d in node.decorator_list):
                 scope.cls, scope.members, scope.self_name = (

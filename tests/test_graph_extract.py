@@ -582,3 +582,36 @@ def test_every_other_grammar_yields_its_definitions_and_calls(
     assert got == {(module, "module"), *definitions}
     assert {(u, v) for u, v, _ in edges(store, "calls")} == calls
     assert store.stats()["languages"] == {language: 1}
+
+
+def test_python_annotated_parameters_resolve_method_calls(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    files = {
+        "app/model.py": "class Cart:\n    def add(self, n):\n        return n\n\n\nclass Other:\n    def add(self, n):\n        return n\n",
+        "app/pay.py": """from typing import Optional
+
+from app.model import Cart
+
+
+def pay(first: Cart, second: "Cart", third: Optional[Cart], fourth: Cart | None, fifth):
+    first.add(1)
+    second.add(2)
+    third.add(3)
+    fourth.add(4)
+    fifth.add(5)
+    first = None
+""",
+    }
+    store = build_graph(git_repo, files, tmp_path / "graph")
+    calls = {
+        (v, data["line"], data["resolved"], data["count"])
+        for _, v, data in store.graph.out_edges("app.pay.pay", data=True)
+    }
+    at = lambda snippet: line_of(files, "app/pay.py", snippet)  # noqa: E731
+    # `first` is rebound below, so its annotation is not trusted; `fifth` has none. By name,
+    # `add` could be either class's, so those two calls stay unresolved.
+    assert calls == {
+        ("?add", at("first.add(1)"), False, 2),
+        ("app.model.Cart.add", at("second.add(2)"), True, 3),
+    }
