@@ -74,6 +74,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from arela_index.config import ArelaConfig
+    from arela_index.doctor import diagnose
+
+    diagnosis = diagnose(args.repo, ArelaConfig().with_(**_settings(args)))
+    print(json.dumps(diagnosis.to_dict()) if args.json else diagnosis.to_text())
+    return diagnosis.exit_code
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from arela_index.evaluate import evaluate_index, load_golden
+    from arela_index.index import ArelaIndex
+
+    questions = load_golden(args.gold)
+    index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
+    report = evaluate_index(index, questions, top_k=args.top_k, gold=args.gold)
+    print(json.dumps(report.to_dict(), ensure_ascii=False) if args.json else report.to_text())
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arela",
@@ -115,6 +139,41 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k", type=_positive, default=None, help="how many sources at most (default 8)"
     )
     ask.set_defaults(func=cmd_ask)
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="check Ollama, its models and the index; one line per check with what to do",
+        description="Exit code 0 only when every check is ok (offline by choice counts as ok).",
+    )
+    doctor.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    doctor.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    doctor.add_argument(
+        "--offline", action="store_true", help="offline by choice: skip the Ollama checks"
+    )
+    doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
+    doctor.set_defaults(func=cmd_doctor)
+
+    evaluate = sub.add_parser(
+        "eval",
+        help="score routing, hit@k, MRR, abstention and latency on a golden set",
+        description="GOLD is YAML or JSONL: question, memory (code/graph/audit/none), files, "
+        "symbols, commits. The format is documented in arela_index/evaluate.py.",
+    )
+    evaluate.add_argument("gold", metavar="GOLD", help="the golden set (.yaml or .jsonl)")
+    evaluate.add_argument(
+        "--repo", default=".", help="the repository (default: the current folder)"
+    )
+    evaluate.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    evaluate.add_argument(
+        "--offline", action="store_true", help="do not use Ollama even if it answers"
+    )
+    evaluate.add_argument(
+        "--json", action="store_true", help="scores and per-question results as JSON"
+    )
+    evaluate.add_argument(
+        "--top-k", type=_positive, default=5, help="sources per question that count (default 5)"
+    )
+    evaluate.set_defaults(func=cmd_eval)
     return parser
 
 
