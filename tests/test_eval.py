@@ -120,7 +120,7 @@ def test_a_golden_set_is_scored_per_memory(
 def test_wrong_expectations_show_as_misses(
     shop: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gold = [
+    gold: list[dict[str, Any]] = [
         {"question": "who calls checkout?", "memory": "audit", "files": ["shop/api.py"]},
         {"question": "what does apply_discount do?", "memory": "code", "files": ["shop/nope.py"]},
         {"question": "what is the capital of France?", "memory": "code"},
