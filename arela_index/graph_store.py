@@ -270,16 +270,12 @@ class GraphStore:
         """Neighbours through one relation; the line is where the reference is written."""
         if qualname not in self.graph:
             return []
-        edges = (
-            self.graph.in_edges(qualname, keys=True, data=True)
-            if incoming
-            else self.graph.out_edges(qualname, keys=True, data=True)
-        )
         links = []
-        for u, v, key, data in edges:
-            if key == relation:
-                other = u if incoming else v
-                path = data.get("path") or self._path(u)
+        paths = self._paths
+        for other, keyed in (self.graph.pred if incoming else self.graph.succ)[qualname].items():
+            data = keyed.get(relation)
+            if data is not None:
+                path = data.get("path") or paths.get(other if incoming else qualname)
                 links.append(
                     Link(other, relation, data.get("line"), path, data.get("resolved", True))
                 )
@@ -292,7 +288,11 @@ class GraphStore:
         return self._links(qualname, relation, incoming=False)
 
     def _path(self, qualname: str) -> str | None:
-        return self.graph.nodes[qualname].get("path")
+        return self._paths.get(qualname)
+
+    @cached_property
+    def _paths(self) -> dict[str, str]:
+        return {n: a["path"] for n, a in self.graph.nodes(data=True) if a.get("path")}
 
     def callers(self, qualname: str) -> list[Link]:
         """Symbols that call this one: resolved calls, then calls that only match its name."""

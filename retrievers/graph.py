@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from llama_index.core.callbacks import CallbackManager
@@ -44,7 +45,7 @@ class _Answer:
 
     subject: str
     relation: str
-    links: list[Link] = field(default_factory=list)
+    links: list[tuple[str, Link]] = field(default_factory=list)  # (relation, link)
     note: str = ""
     total: int = 0  # what the note counts, to say how many were left out
     ordered: bool = False  # keep the links' order (a path) instead of ranking them
@@ -56,6 +57,12 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
 
 def _display(qualname: str) -> str:
     return qualname.removeprefix(EXTERNAL)
+
+
+def _rank(pair: tuple[str, Link]) -> tuple[float, int, str, int, str]:
+    """Best first: resolved and direct, then by file and line."""
+    link = pair[1]
+    return (-_score(link), link.depth, link.path or "~", link.line or 0, link.symbol)
 
 
 def _score(link: Link) -> float:
@@ -113,7 +120,9 @@ class CodeGraphRetriever(BaseRetriever):
     def _answer(self, relation: str, subject: str) -> _Answer:
         if relation == "definition":
             me = self._self_link(subject)
-            return _Answer(subject, relation, [me] if me else [], self._where(subject), 1)
+            return _Answer(
+                subject, relation, [(relation, me)] if me else [], self._where(subject), 1
+            )
         if relation == "neighbourhood":
             return self._neighbourhood(subject)
         store = self._store
@@ -126,18 +135,23 @@ class CodeGraphRetriever(BaseRetriever):
             "bases": store.bases,
             "members": store.members,
         }[relation]
-        links = [
-            Link(x.symbol, relation, x.line, x.path, x.resolved, x.depth) for x in lookup(subject)
-        ]
-        return _Answer(subject, relation, links, self._note(relation, subject, links), len(links))
+        found = lookup(subject)
+        links = [(relation, x) for x in found]
+        return _Answer(subject, relation, links, self._note(relation, subject, found), len(links))
 
     def _note(self, relation: str, subject: str, links: list[Link]) -> str:
         name = f"`{_display(subject)}`"
-        count = len({link.symbol for link in links})
-        files = _plural(len({link.path for link in links if link.path}), "file")
-        by_name = sum(not link.resolved and not link.symbol.startswith(EXTERNAL) for link in links)
-        outside = sum(link.symbol.startswith(EXTERNAL) for link in links)
-        direct = sum(link.depth == 1 for link in links)
+        symbols, paths = set(), set()
+        by_name = outside = direct = 0
+        for link in links:
+            symbols.add(link.symbol)
+            paths.add(link.path)
+            external = link.symbol.startswith(EXTERNAL)
+            outside += external
+            by_name += not link.resolved and not external
+            direct += link.depth == 1
+        count = len(symbols)
+        files = _plural(len(paths - {None}), "file")
         verb, one, many = _COUNTED[relation]
         note = f"{name} {verb} {_plural(count, one, many)}"
         if relation in {"callers", "importers"}:
@@ -161,15 +175,12 @@ class CodeGraphRetriever(BaseRetriever):
             ("subclasses", store.subclasses(subject)),
             ("importers", store.importers(subject) if is_module else []),
         ]
-        links = [
-            Link(x.symbol, relation, x.line, x.path, x.resolved, x.depth)
-            for relation, found in groups
-            for x in found
-        ]
+        links = [(relation, x) for relation, found in groups for x in found]
         me = self._self_link(subject)
         around = ", ".join(f"{len(found)} {word}" for word, found in groups if found)
         note = f"{self._where(subject)} Around it: {around or 'nothing else in the graph'}"
-        return _Answer(subject, "neighbourhood", ([me] if me else []) + links, note, len(links) + 1)
+        mine = [("definition", me)] if me else []
+        return _Answer(subject, "neighbourhood", mine + links, note, len(links) + 1)
 
     def _path(self, start: str, goal: str) -> _Answer:
         steps = self._store.path(start, goal)
@@ -181,8 +192,7 @@ class CodeGraphRetriever(BaseRetriever):
             f"`{_display(start)}` reaches `{_display(goal)}` through "
             f"{_plural(len(steps), 'call')}: {chain}"
         )
-        links = [Link(s.symbol, "path", s.line, s.path, s.resolved, s.depth) for s in steps]
-        return _Answer(start, "path", links, note, len(links), ordered=True)
+        return _Answer(start, "path", [("path", s) for s in steps], note, len(steps), ordered=True)
 
     def _self_link(self, subject: str) -> Link | None:
         info = self._store.symbol(subject)
@@ -217,15 +227,13 @@ class CodeGraphRetriever(BaseRetriever):
         nodes = [NodeWithScore(node=summary, score=1.0)]
         for qualname in shown:
             link = self._self_link(qualname) or Link(qualname, "definition", None, None, True, 0)
-            nodes.append(NodeWithScore(node=self._node(qualname, link), score=1.0))
+            nodes.append(NodeWithScore(node=self._node("definition", qualname, link), score=1.0))
         return nodes
 
     def _nodes(self, answer: _Answer, limit: int) -> list[NodeWithScore]:
         links = answer.links
         if not answer.ordered:
-            links = sorted(
-                links, key=lambda x: (-_score(x), x.depth, x.path or "~", x.line or 0, x.symbol)
-            )
+            links = heapq.nsmallest(limit, links, key=_rank)
         shown = links[:limit]
         left = answer.total - len(shown)
         note = f"{answer.note}; showing {len(shown)}" + (
@@ -245,21 +253,22 @@ class CodeGraphRetriever(BaseRetriever):
             id_=node_id("graph", "summary", answer.relation, answer.subject),
         )
         # A path step relates to the step before it; anything else to the subject.
-        before = [answer.subject, *(x.symbol for x in shown)]
-        scores = normalise([_score(x) for x in shown])
+        before = [answer.subject, *(link.symbol for _, link in shown)]
+        scores = normalise([_score(link) for _, link in shown])
         return [NodeWithScore(node=summary, score=1.0)] + [
             NodeWithScore(
-                node=self._node(before[i] if answer.ordered else answer.subject, link), score=score
+                node=self._node(relation, before[i] if answer.ordered else answer.subject, link),
+                score=score,
             )
-            for i, (link, score) in enumerate(zip(shown, scores, strict=True))
+            for i, ((relation, link), score) in enumerate(zip(shown, scores, strict=True))
         ]
 
-    def _node(self, subject: str, link: Link) -> TextNode:
+    def _node(self, relation: str, subject: str, link: Link) -> TextNode:
         info = self._store.symbol(link.symbol) or {}
         kind = str(info.get("kind", "external"))
         external = kind == "external"
         name = _display(link.symbol)
-        if link.relation == "definition":
+        if relation == "definition":
             span = f"{info.get('path')}:{info.get('start_line')}-{info.get('end_line')}"
             head = (
                 f"{name} (not defined in this repository)"
@@ -267,12 +276,12 @@ class CodeGraphRetriever(BaseRetriever):
                 else f"{name} ({kind}) defined at {span}"
             )
         else:
-            phrase = _PHRASES.get(link.relation, link.relation)
-            if link.depth > 1 and link.relation != "path":
+            phrase = _PHRASES.get(relation, relation)
+            if link.depth > 1 and relation != "path":
                 phrase += " (indirectly)"
             label = "outside this repository" if external else kind
             head = f"{name} ({label}) {phrase} {_display(subject)}"
-            if link.relation == "path":
+            if relation == "path":
                 head = f"step {link.depth}: {head}"
             if link.path and link.line:
                 head += f" at {link.path}:{link.line}"
@@ -287,12 +296,12 @@ class CodeGraphRetriever(BaseRetriever):
             end_line=link.line if external else info.get("end_line"),
             language=info.get("language"),
             symbol=name,
-            kind=kind if link.relation == "definition" else "relation",
+            kind=kind if relation == "definition" else "relation",
             extra={
                 "line": link.line,
-                "relation": link.relation,
+                "relation": relation,
                 "subject": _display(subject),
                 "resolved": link.resolved,
             },
-            id_=node_id("graph", link.relation, subject, link.symbol, link.line),
+            id_=node_id("graph", relation, subject, link.symbol, link.line),
         )
