@@ -28,6 +28,12 @@ _JS_COMMON = """
 (class_heritage) @bases
 """
 
+# A JSX element naming a component (capitalised, unlike DOM tags) renders, i.e. calls, it.
+_JSX = """
+(jsx_opening_element name: (identifier) @call (#match? @call "^[A-Z]"))
+(jsx_self_closing_element name: (identifier) @call (#match? @call "^[A-Z]"))
+"""
+
 _JAVASCRIPT = (
     _JS_COMMON
     + """
@@ -246,9 +252,9 @@ _SHELL = """
 """
 
 QUERIES: dict[str, str] = {
-    "javascript": _JAVASCRIPT,
+    "javascript": _JAVASCRIPT + _JSX,
     "typescript": _TYPESCRIPT,
-    "tsx": _TYPESCRIPT,
+    "tsx": _TYPESCRIPT + _JSX,
     "go": _GO,
     "rust": _RUST,
     "java": _JAVA,

@@ -558,6 +558,22 @@ class Dog extends Animal with Runnable {
         },
         {("src.Dog.Dog.run", "src.Dog.Dog.wag")},
     ),
+    "tsx": (
+        "web/app.tsx",
+        """import { Button } from "./button";
+
+export function App() {
+  return <div><Button label="x" /><Panel>hi</Panel></div>;
+}
+
+function Panel({ children }: { children: string }) {
+  return <section>{children}</section>;
+}
+""",
+        {("web.app.App", "function"), ("web.app.Panel", "function")},
+        # Capitalised JSX elements render components; `div` and `section` are DOM tags.
+        {("web.app.App", "web.button.Button"), ("web.app.App", "web.app.Panel")},
+    ),
     "shell": (
         "bin/run.sh",
         """# Greets.
