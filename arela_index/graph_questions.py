@@ -84,7 +84,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "members",
             (
                 r"\bmethods?\b|\bmembers?\b|\bfields?\b|\battributes?\b",
-                r"\b(?:functions|classes) (?:in|of|defined)\b",
+                r"\b(?:functions|classes)(?: \w+)? (?:in|of|defined)\b",
                 r"\bwhat (?:does|is) .+ (?:define|contain)",
             ),
         ),

@@ -348,6 +348,19 @@ class GraphStore:
         """Classes inheriting this one, directly (depth 1) or through others (depth 2+)."""
         return self._transitive(qualname, self._in)
 
+    def overrides(self, qualname: str) -> list[Link]:
+        """Methods of the same name in the subclasses of this method's class."""
+        node = self.graph.nodes.get(qualname, {})
+        parent, name = node.get("parent"), node.get("name")
+        nodes = self.graph.nodes
+        out = []
+        for sub in self.subclasses(parent) if parent else []:
+            method = f"{sub.symbol}.{name}"
+            if nodes.get(method, {}).get("kind") == "method":
+                line, path = nodes[method].get("start_line"), nodes[method].get("path")
+                out.append(Link(method, "overrides", line, path, True, sub.depth))
+        return out
+
     def bases(self, qualname: str) -> list[Link]:
         return self._transitive(qualname, self._out)
 

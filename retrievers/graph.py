@@ -23,6 +23,7 @@ _PHRASES = {
     "subclasses": "inherits from",
     "bases": "is a base of",
     "members": "is defined in",
+    "overrides": "overrides",
     "path": "is called by",
 }
 # What a summary counts per relation: verb, one, many.
@@ -34,6 +35,7 @@ _COUNTED = {
     "subclasses": ("has", "subclass", "subclasses"),
     "bases": ("inherits from", "class", "classes"),
     "members": ("defines", "member", "members"),
+    "overrides": ("is overridden in", "subclass", "subclasses"),
 }
 _BY_NAME_SCORE = 0.5  # a match by name only may be another symbol of the same name
 _MAX_SUBJECTS = 3
@@ -126,6 +128,8 @@ class CodeGraphRetriever(BaseRetriever):
         if relation == "neighbourhood":
             return self._neighbourhood(subject)
         store = self._store
+        if relation == "subclasses" and (store.symbol(subject) or {}).get("kind") == "method":
+            relation = "overrides"
         lookup = {
             "callers": store.callers,
             "callees": store.callees,
@@ -134,6 +138,7 @@ class CodeGraphRetriever(BaseRetriever):
             "subclasses": store.subclasses,
             "bases": store.bases,
             "members": store.members,
+            "overrides": store.overrides,
         }[relation]
         found = lookup(subject)
         links = [(relation, x) for x in found]

@@ -87,6 +87,19 @@ def test_subclasses_and_bases_follow_the_hierarchy(shop: GraphStore) -> None:
     assert symbols(bases) == {"shop.cart.Item", "shop.base.Model"}
 
 
+def test_overrides_of_a_method_are_its_namesakes_in_subclasses(shop: GraphStore) -> None:
+    summary, related = ask(shop, "What overrides `Model.save`?")
+    assert where(related) == {
+        "shop.cart.Gift.save": (
+            "src/shop/cart.py",
+            line_of(PYTHON, "src/shop/cart.py", "def save"),
+        ),
+    }
+    assert summary.node.get_content().startswith(
+        "`shop.base.Model.save` is overridden in 1 subclass"
+    )
+
+
 def test_importers_and_imports_of_modules(shop: GraphStore) -> None:
     _, importers = ask(shop, "What imports `shop.util`?")
     assert symbols(importers) == {"shop", "shop.base", "shop.cart"}
