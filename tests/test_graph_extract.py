@@ -13,6 +13,7 @@ from arela_index.changes import Changes
 from arela_index.errors import IndexProblem
 from arela_index.graph_store import GraphStore
 from arela_index.parsing import extract_symbols, module_name
+from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.scanner import scan_repository
 
 
@@ -353,6 +354,11 @@ def test_refresh_drops_renamed_removed_and_deleted_symbols(
     assert "?shop.util.log" in second.graph
     assert second.symbol("?shop.util.log")["kind"] == "external"  # type: ignore[index]
     assert "src/shop/cli.py" not in second.files
+    retriever = CodeGraphRetriever(second)
+    assert retriever.retrieve("Where is `shop.util.log` defined?") == []
+    assert retriever.retrieve("Where is `fmt` defined?") == []
+    (_, found) = retriever.retrieve("Where is `write` defined?")
+    assert found.node.metadata["symbol"] == "shop.util.write"
 
 
 def test_extractions_made_by_the_caller_are_used_as_given(
