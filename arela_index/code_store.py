@@ -1,4 +1,4 @@
-"""The code memory on disk: chunks, their sparse (BM25) index and, when an embedder exists, vectors."""
+"""The code memory on disk: chunks, their sparse (BM25) index and, with an embedder, vectors."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import TextNode
+from llama_index.core.schema import BaseNode, TextNode
 
-from arela_index.errors import corrupt
+from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import METADATA_KEYS, make_node
 from arela_index.text import expand_identifiers
 
@@ -81,17 +81,23 @@ class CodeStore:
         previous: CodeStore | None = None,
         progress: Any = None,
     ) -> CodeStore:
-        """Index `chunks` into `directory`; vectors of chunks whose text did not change are reused."""
-        directory.mkdir(parents=True, exist_ok=True)
+        """Index `chunks` into `directory`; vectors of chunks whose text is unchanged are reused.
+
+        An embedder that fails (Ollama down, hanging, model not pulled) raises an `ArelaError`
+        (`OllamaUnavailable` for Ollama) whose one line says what to do.
+        """
         chunks = list(chunks)
         vectors = None
         if embed_model is not None and embedding is not None and chunks:
-            vectors = _embed(
-                chunks,
-                embed_model,
-                previous if _same_model(previous, embedding) else None,
-                progress,
-            )
+            reuse = previous if _same_model(previous, embedding) else None
+            try:
+                vectors = _embed(chunks, embed_model, reuse, progress)
+            except Exception as exc:  # every embedder fails in its own way; say it in one line
+                error = OllamaUnavailable if embedding.provider == "ollama" else ArelaError
+                raise error(
+                    f"could not embed the chunks with {embedding.label}: "
+                    f"{embedding_failure(exc, embed_model)} (or index with --offline)"
+                ) from exc
             embedding = EmbeddingInfo(embedding.provider, embedding.name, int(vectors.shape[1]))
         else:
             embedding = None
@@ -100,6 +106,7 @@ class CodeStore:
         return store
 
     def _save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
         with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
             for c in self.chunks:
                 meta = {k: c.metadata.get(k) for k in METADATA_KEYS}
@@ -118,44 +125,10 @@ class CodeStore:
 
     @classmethod
     def load(cls, directory: Path) -> CodeStore:
-        path = directory / _CHUNKS
-        chunks: list[TextNode] = []
-        try:
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    row = json.loads(line)
-                    chunks.append(make_node(row.pop("text"), id_=row.pop("id"), **row))
-        except FileNotFoundError:
-            raise corrupt(path, "missing") from None
-        except (ValueError, TypeError, KeyError) as exc:
-            raise corrupt(path, f"not valid chunk records: {exc}") from None
-        vectors, embedding = None, None
-        if (directory / _EMBEDDING).exists():
-            try:
-                embedding = EmbeddingInfo(
-                    **json.loads((directory / _EMBEDDING).read_text(encoding="utf-8"))
-                )
-            except (ValueError, TypeError) as exc:
-                raise corrupt(directory / _EMBEDDING, str(exc)) from None
-            try:
-                vectors = np.load(directory / _VECTORS, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise corrupt(directory / _VECTORS, str(exc)) from None
-            if vectors.ndim != 2 or vectors.shape != (len(chunks), embedding.dim):
-                raise corrupt(
-                    directory / _VECTORS,
-                    f"shape {vectors.shape} does not match {len(chunks)} chunks",
-                )
-        bm25 = None
-        if chunks:
-            from llama_index.retrievers.bm25 import BM25Retriever
-
-            try:
-                bm25 = BM25Retriever.from_persist_dir(str(directory / _BM25), show_progress=False)
-            except Exception as exc:  # bm25s raises many kinds on a damaged folder
-                raise corrupt(directory / _BM25, f"{type(exc).__name__}: {exc}") from None
-            if int(bm25.bm25.scores.get("num_docs", -1)) != len(chunks):
-                raise corrupt(directory / _BM25, "document count does not match the chunks")
+        """Read a store back; a missing, damaged or mismatched file is an `IndexProblem`."""
+        chunks = _load_chunks(directory / _CHUNKS)
+        embedding, vectors = _load_vectors(directory, len(chunks))
+        bm25 = _load_bm25(directory / _BM25, chunks) if chunks else None
         return cls(chunks, vectors, embedding, bm25)
 
     @property
@@ -164,7 +137,9 @@ class CodeStore:
         if self._bm25 is None:
             from llama_index.retrievers.bm25 import BM25Retriever
 
-            shadows = [TextNode(id_=c.node_id, text=sparse_text(c)) for c in self.chunks]
+            shadows: list[BaseNode] = [
+                TextNode(id_=c.node_id, text=sparse_text(c)) for c in self.chunks
+            ]
             logging.getLogger("bm25s").setLevel(logging.WARNING)
             self._bm25 = BM25Retriever(nodes=shadows, similarity_top_k=min(50, len(shadows)))
         return self._bm25
@@ -186,6 +161,80 @@ class CodeStore:
         }
 
 
+def _load_chunks(path: Path) -> list[TextNode]:
+    chunks: list[TextNode] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                chunks.append(make_node(row.pop("text"), id_=row.pop("id"), **row))
+    except FileNotFoundError:
+        raise corrupt(path, "missing") from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise corrupt(path, f"not valid chunk records: {_one_line(exc)}") from None
+    return chunks
+
+
+def _load_vectors(directory: Path, count: int) -> tuple[EmbeddingInfo | None, np.ndarray | None]:
+    info_path, vectors_path = directory / _EMBEDDING, directory / _VECTORS
+    if not info_path.exists():
+        if vectors_path.exists():
+            raise corrupt(info_path, f"missing, though {_VECTORS} is there")
+        return None, None
+    try:
+        embedding = EmbeddingInfo(**json.loads(info_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise corrupt(info_path, _one_line(exc)) from None
+    try:
+        vectors = np.load(vectors_path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise corrupt(vectors_path, _one_line(exc)) from None
+    if vectors.ndim != 2 or vectors.shape != (count, embedding.dim):
+        raise corrupt(
+            vectors_path,
+            f"holds vectors of shape {vectors.shape}, not {count} chunks of {_CHUNKS} "
+            f"by {embedding.dim} dimensions",
+        )
+    return embedding, vectors
+
+
+def _load_bm25(folder: Path, chunks: list[TextNode]) -> Any:
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    try:
+        bm25 = BM25Retriever.from_persist_dir(str(folder), show_progress=False)
+    except Exception as exc:  # bm25s raises many kinds on a damaged folder
+        raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None
+    corpus = getattr(bm25, "corpus", None)
+    ids = [row.get("node_id") for row in corpus if isinstance(row, dict)] if corpus else []
+    if int(bm25.bm25.scores.get("num_docs", -1)) != len(chunks) or ids != [
+        c.node_id for c in chunks
+    ]:
+        # BM25 hands back positions: a corpus out of step with the chunks would return wrong ones.
+        raise corrupt(folder, f"its documents are not the {len(chunks)} chunks of {_CHUNKS}")
+    return bm25
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def embedding_failure(exc: BaseException, embed_model: BaseEmbedding) -> str:
+    """One line on why `embed_model` failed and what to do (Ollama's faults named precisely)."""
+    if isinstance(exc, ArelaError):
+        return str(exc)
+    if hasattr(embed_model, "base_url"):  # OllamaEmbedding and its subclasses
+        from arela_index.ollama import describe_failure
+
+        return describe_failure(
+            exc,
+            model=getattr(embed_model, "model_name", None),
+            host=embed_model.base_url,
+            setting="ARELA_EMBED_TIMEOUT",
+        )
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+
+
 def _same_model(previous: CodeStore | None, embedding: EmbeddingInfo) -> bool:
     return bool(previous and previous.embedding and previous.embedding.label == embedding.label)
 
@@ -194,10 +243,14 @@ def _embed(
     chunks: list[TextNode], embed_model: BaseEmbedding, previous: CodeStore | None, progress: Any
 ) -> np.ndarray:
     cached: dict[str, np.ndarray] = {}
+    dim = 0
     if previous is not None and previous.vectors is not None:
         cached = {_text_key(c): previous.vectors[i] for i, c in enumerate(previous.chunks)}
+        dim = previous.vectors.shape[1]
     keys = [_text_key(c) for c in chunks]
     todo = [i for i, k in enumerate(keys) if k not in cached]
+    if progress is not None and len(todo) < len(chunks):
+        progress(len(chunks) - len(todo))  # reused vectors count as done
     fresh: dict[int, np.ndarray] = {}
     for start in range(0, len(todo), _EMBED_BATCH):
         batch = todo[start : start + _EMBED_BATCH]
@@ -206,6 +259,8 @@ def _embed(
             fresh[i] = np.asarray(vec, dtype=np.float32)
         if progress is not None:
             progress(len(batch))
+    if cached and fresh and len(next(iter(fresh.values()))) != dim:
+        return _embed(chunks, embed_model, None, progress)  # same name, new model: redo all
     rows = [fresh[i] if i in fresh else cached[keys[i]] for i in range(len(chunks))]
     matrix = np.vstack(rows).astype(np.float32)
     # Cosine through inner product: FAISS IndexFlatIP over unit vectors.
