@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import logging
+import time
+
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
-from arela_index.code_store import CodeStore
+from arela_index.code_store import CodeStore, embedding_failure
+from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import fresh
 from arela_index.text import expand_identifiers
 
 log = logging.getLogger("arela_index")
 _RRF_K = 60.0
+# After the embedder fails, queries go sparse-only for this long instead of each waiting for a
+# timeout of its own against a server that hangs.
+PAUSE_AFTER_FAILURE = 30.0
 
 
 class _SparseRetriever(BaseRetriever):
@@ -32,37 +39,77 @@ class _SparseRetriever(BaseRetriever):
         bm25 = self._store.bm25
         bm25.similarity_top_k = min(self._candidates, len(self._store.chunks))
         hits = bm25.retrieve(expand_identifiers(query_bundle.query_str))
-        by_id = self._store.by_id
-        return [NodeWithScore(node=by_id[h.node.node_id], score=h.score) for h in hits if (h.score or 0) > 0]
+        return _stored(self._store, hits)
 
 
-class _GuardedRetriever(BaseRetriever):
-    """Dense retrieval that degrades to nothing (and says why) when its embedder fails mid-query."""
+class _DenseRetriever(BaseRetriever):
+    """Cosine over the store's vectors (FAISS `IndexFlatIP` unless another vector store is given).
 
-    def __init__(self, inner: BaseRetriever, failures: list[str]) -> None:
+    When the embedder fails (Ollama down, hanging, model gone) it returns nothing, records why in
+    `failures` and stays off for `PAUSE_AFTER_FAILURE` seconds: the query goes on sparse-only.
+    """
+
+    def __init__(
+        self,
+        store: CodeStore,
+        embed_model: BaseEmbedding,
+        vector_store: BasePydanticVectorStore | None,
+        candidates: int,
+        failures: list[str],
+    ) -> None:
         super().__init__()
-        self._inner = inner
+        self._store = store
+        self._embed_model = embed_model
+        self._inner = _vector_index_retriever(store, embed_model, vector_store, candidates)
         self._failures = failures
+        self._paused_until = 0.0
+        self.answered = True  # False when the last query got no dense ranking at all
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        self.answered = False
+        if time.monotonic() < self._paused_until:
+            return []
+        assert self._store.vectors is not None
         try:
-            return self._inner.retrieve(query_bundle)
+            vector = self._embed_model.get_query_embedding(query_bundle.query_str)
+            if len(vector) != self._store.vectors.shape[1]:
+                raise IndexProblem(
+                    f"the query embedding has {len(vector)} dimensions, the index "
+                    f"{self._store.vectors.shape[1]}: the model changed; "
+                    "rebuild with `arela index <repo>`"
+                )
+            # A bundle of our own: the caller's must not carry our model's vector elsewhere.
+            hits = self._inner.retrieve(QueryBundle(query_bundle.query_str, embedding=vector))
         except Exception as exc:  # an unreachable or broken embedder must not sink the query
-            from arela_index.ollama import describe_failure
-
-            self._failures.append(f"dense retrieval skipped: {describe_failure(exc)}")
+            self._paused_until = time.monotonic() + PAUSE_AFTER_FAILURE
+            self._failures.append(
+                f"dense retrieval skipped: {embedding_failure(exc, self._embed_model)}"
+            )
             log.warning("arela-index: %s", self._failures[-1])
             return []
+        self.answered = True
+        return _stored(self._store, hits)
+
+
+def _stored(store: CodeStore, hits: list[NodeWithScore]) -> list[NodeWithScore]:
+    """Hits as the store's own nodes (no vectors attached), without zero-score ones."""
+    by_id = store.by_id
+    return [
+        NodeWithScore(node=by_id[h.node.node_id], score=h.score)
+        for h in hits
+        if (h.score or 0.0) > 0.0 and h.node.node_id in by_id
+    ]
 
 
 class CodeMemoryRetriever(BaseRetriever):
-    """Retrieve code and doc chunks: FAISS (cosine) and identifier-aware BM25, fused by reciprocal rank.
+    """Code and doc chunks: FAISS (cosine) and identifier-aware BM25, fused by reciprocal rank.
 
-    Without an embedder (offline, no static model) it is sparse only. Scores are in [0, 1]: a chunk
-    ranked first by both signals scores 1.0, first by one of two 0.5.
+    Without an embedder (offline, no static model) it is sparse only. Scores are in [0, 1]: a
+    chunk ranked first by both signals scores 1.0, first by one of two 0.5. The embedder must be
+    the model that made the store's vectors.
 
-    >>> retriever = CodeMemoryRetriever(CodeStore.load(path), embed_model=None, top_k=5)  # doctest: +SKIP
-    >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]            # doctest: +SKIP
+    >>> retriever = CodeMemoryRetriever(CodeStore.load(path), top_k=5)  # doctest: +SKIP
+    >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]  # doctest: +SKIP
     ['app.config.parse_config_file', ...]
     """
 
@@ -76,18 +123,24 @@ class CodeMemoryRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager)
+        if top_k < 1:
+            raise ArelaError(f"top_k must be at least 1, got {top_k}")
         self._store = store
         self.top_k = top_k
         self.failures: list[str] = []
-        self._sparse = _SparseRetriever(store, candidates)
-        self._retrievers: list[BaseRetriever] = [self._sparse]
+        candidates = max(candidates, top_k)
+        self._retrievers: list[BaseRetriever] = [_SparseRetriever(store, candidates)]
+        self._dense: _DenseRetriever | None = None
         if embed_model is not None and store.vectors is not None and not store.is_empty():
-            dense = _dense_retriever(store, embed_model, vector_store, candidates)
-            self._retrievers.insert(0, _GuardedRetriever(dense, self.failures))
+            _check_model(store, embed_model)
+            self._dense = _DenseRetriever(
+                store, embed_model, vector_store, candidates, self.failures
+            )
+            self._retrievers.insert(0, self._dense)
         self._fusion = QueryFusionRetriever(
             self._retrievers,
-            llm=MockLLM(),  # num_queries=1 never calls it; passing one keeps Settings.llm (OpenAI) away
-            mode="reciprocal_rerank",
+            llm=MockLLM(),  # never called with num_queries=1; keeps Settings.llm (OpenAI) away
+            mode=FUSION_MODES.RECIPROCAL_RANK,
             similarity_top_k=top_k,
             num_queries=1,
             use_async=False,
@@ -95,19 +148,46 @@ class CodeMemoryRetriever(BaseRetriever):
 
     @property
     def dense(self) -> bool:
-        return len(self._retrievers) > 1
+        """Whether dense retrieval takes part (the store has vectors and an embedder was given)."""
+        return self._dense is not None
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if not query_bundle.query_str.strip():
             return []
         hits = self._fusion.retrieve(query_bundle)[: self.top_k]
-        # QueryFusionRetriever's RRF gives 1/(k + rank), rank from 0: the best possible sum is n/k.
-        best = len(self._retrievers) / _RRF_K
-        return [fresh(h.node, min(1.0, (h.score or 0.0) / best), retriever="code") for h in hits]
+        # RRF gives each signal 1/(k + rank), rank from 0: the best possible sum is signals/k.
+        # A dense side that failed is no signal (as in sparse-only mode).
+        signals = len(self._retrievers) - (self._dense is not None and not self._dense.answered)
+        best = signals / _RRF_K
+        return [
+            fresh(_text_node(h), min(1.0, (h.score or 0.0) / best), retriever="code") for h in hits
+        ]
 
 
-def _dense_retriever(
-    store: CodeStore, embed_model: BaseEmbedding, vector_store: BasePydanticVectorStore | None, candidates: int
+def _text_node(hit: NodeWithScore) -> TextNode:
+    assert isinstance(hit.node, TextNode)
+    return hit.node
+
+
+def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:
+    """Refuse an embedder other than the one that made the vectors: its cosines would be noise."""
+    from arela_index.ollama import model_key
+
+    assert store.embedding is not None
+    name = str(getattr(embed_model, "model_name", "") or "")
+    if model_key(name) != model_key(store.embedding.name):
+        raise IndexProblem(
+            f"the code memory was embedded with {store.embedding.label}, "
+            f"not {name or 'this model'}; query it with that model or rebuild with "
+            "`arela index <repo>`"
+        )
+
+
+def _vector_index_retriever(
+    store: CodeStore,
+    embed_model: BaseEmbedding,
+    vector_store: BasePydanticVectorStore | None,
+    candidates: int,
 ) -> BaseRetriever:
     from llama_index.core import StorageContext, VectorStoreIndex
 
@@ -117,9 +197,13 @@ def _dense_retriever(
         from llama_index.vector_stores.faiss import FaissVectorStore
 
         vector_store = FaissVectorStore(faiss_index=faiss.IndexFlatIP(store.vectors.shape[1]))
-    nodes = [c.model_copy(update={"embedding": v.tolist()}) for c, v in zip(store.chunks, store.vectors, strict=True)]
+    nodes = [
+        c.model_copy(update={"embedding": v.tolist()})
+        for c, v in zip(store.chunks, store.vectors, strict=True)
+    ]
     index = VectorStoreIndex(
-        nodes, storage_context=StorageContext.from_defaults(vector_store=vector_store), embed_model=embed_model
+        nodes,
+        storage_context=StorageContext.from_defaults(vector_store=vector_store),
+        embed_model=embed_model,
     )
     return index.as_retriever(similarity_top_k=min(candidates, len(nodes)))
-
