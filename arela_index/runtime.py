@@ -1,4 +1,4 @@
-"""Online or offline: whether Ollama answers, and which embedder an index is built and queried with."""
+"""Online or offline: whether Ollama answers, and which embedder builds and queries an index."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("arela_index")
 _said: set[str] = set()
 
-OFFLINE_GAIN = "starting Ollama adds {embed} embeddings, an LLM for ambiguous routing and grading, and written answers"
+OFFLINE_GAIN = (
+    "starting Ollama adds {embed} embeddings, an LLM for ambiguous routing and grading, "
+    "and written answers"
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def detect(config: ArelaConfig) -> Runtime:
 
 
 def say_offline_once(config: ArelaConfig, runtime: Runtime) -> str | None:
-    """The one clear notice that we run offline and what Ollama would add (logged once per process)."""
+    """The one clear notice that we run offline and what Ollama would add (logged once)."""
     if runtime.online:
         return None
     note = f"arela-index runs offline ({runtime.reason}); " + OFFLINE_GAIN.format(
@@ -69,14 +72,15 @@ def say_offline_once(config: ArelaConfig, runtime: Runtime) -> str | None:
 def embedder_for_build(
     config: ArelaConfig, runtime: Runtime
 ) -> tuple[BaseEmbedding | None, EmbeddingInfo | None]:
-    """Ollama's embedding model when it is there, else the static model shipped in the package, else none."""
+    """Ollama's embedding model when it is there, else the packaged static model, else none."""
     if runtime.online and runtime.has_model(config.embed_model):
         from arela_index.ollama import make_embedding
 
         return make_embedding(config), EmbeddingInfo("ollama", config.embed_model)
     if runtime.online:
         log.warning(
-            "arela-index: embedding model %r is not pulled (run `ollama pull %s`); using the offline embedder",
+            "arela-index: embedding model %r is not pulled (run `ollama pull %s`); "
+            "using the offline embedder",
             config.embed_model,
             config.embed_model,
         )
@@ -93,22 +97,26 @@ def embedder_for_index(
         model, static_info = _static(config.with_(offline_embedding="static"))
         if static_info is None or static_info.name != info.name:
             raise IndexProblem(
-                f"the index at {persist_dir} was built with embedding {info.label}, which this arela-index "
-                "does not ship: rebuild it with `arela index <repo>`"
+                f"the index at {persist_dir} was built with embedding {info.label}, which this "
+                "arela-index does not ship: rebuild it with `arela index <repo>`"
             )
         return model, None
-    if info.name != config.embed_model:
+    if info.provider != "ollama":
         raise IndexProblem(
-            f"the index at {persist_dir} was built with embedding model {info.name!r} but ARELA_EMBED_MODEL is "
-            f"{config.embed_model!r}: set ARELA_EMBED_MODEL={info.name} or rebuild with `arela index <repo>`"
+            f"the index at {persist_dir} was built with embedding {info.label}, which this "
+            "arela-index cannot query: rebuild it with `arela index <repo>`"
         )
-    if not (runtime.online and runtime.has_model(info.name)):
-        return (
-            None,
-            f"dense retrieval is off: the index uses Ollama model {info.name!r}, which is not available now",
-        )
-    from arela_index.ollama import make_embedding
+    from arela_index.ollama import make_embedding, model_key, not_pulled
 
+    if model_key(info.name) != model_key(config.embed_model):  # `m` and `m:latest` are one model
+        raise IndexProblem(
+            f"the index at {persist_dir} was built with embedding model {info.name!r} but "
+            f"ARELA_EMBED_MODEL is {config.embed_model!r}: set ARELA_EMBED_MODEL={info.name} "
+            "or rebuild with `arela index <repo>`"
+        )
+    if not runtime.online or not runtime.has_model(info.name):
+        why = not_pulled(info.name) if runtime.online else runtime.reason
+        return None, f"dense retrieval is off, sparse only: the index needs {info.label} ({why})"
     return make_embedding(config), None
 
 
