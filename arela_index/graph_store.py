@@ -16,7 +16,7 @@ import networkx as nx
 from arela_index.changes import Changes
 from arela_index.errors import corrupt
 from arela_index.graph_resolve import EXTERNAL, Edge, Resolver
-from arela_index.parsing import extract_symbols, parses
+from arela_index.parsing import extract_symbols, module_name, parses
 from arela_index.scanner import ScanResult, SourceFile
 from arela_index.symbols import CLASS_KINDS, FileSymbols
 
@@ -467,8 +467,6 @@ def _extract(source: SourceFile) -> FileSymbols:
     try:
         text = source.read_text()
     except OSError as exc:
-        from arela_index.parsing import module_name
-
         return FileSymbols(
             source.path,
             source.language,

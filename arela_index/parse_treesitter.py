@@ -80,6 +80,20 @@ _WRAPPERS = frozenset({"generic_name", "template_function", "generic_function"})
 _ATTACHED = frozenset(
     {"decorator", "attribute_item", "attribute_list", "annotation", "marker_annotation"}
 )
+# What may sit between a file's leading comment and its first definition.
+_FILE_HEADERS = frozenset(
+    {
+        "package_clause",
+        "package_declaration",
+        "package_header",
+        "import_declaration",
+        "import_statement",
+        "use_declaration",
+        "using_directive",
+        "preproc_include",
+        "import",
+    }
+)
 # Calls that are language statements in disguise.
 _NOT_CALLS = {
     "javascript": {"require"},
@@ -245,6 +259,10 @@ def _doc_line(node: Node) -> str | None:
             break
         block.append(earlier)
     text = "\n".join((c.text or b"").decode("utf-8", "replace") for c in reversed(block))
+    return _first_comment_line(text)
+
+
+def _first_comment_line(text: str) -> str | None:
     for line in text.splitlines():
         line = _TAG.sub("", _COMMENT_MARK.sub("", line)).strip().rstrip("*/").strip()
         if line:
@@ -424,25 +442,14 @@ class _Extractor:
         first = self.root.named_children[0] if self.root.named_child_count else None
         doc = None
         if first is not None and "comment" in first.type:
-            following = first.next_named_sibling
-            attached = following is not None and any(d.node == following for d in self.defs)
-            if not attached:
-                doc = (
-                    _doc_line(following)
-                    if following is not None and "comment" in following.type
-                    else None
-                )
-                doc = doc or next(
-                    (
-                        ln
-                        for ln in (
-                            _TAG.sub("", _COMMENT_MARK.sub("", raw)).strip().rstrip("*/").strip()
-                            for raw in self.text(first).splitlines()
-                        )
-                        if ln
-                    ),
-                    None,
-                )
+            # A leading comment documents the file unless code follows it on the next line.
+            after = first.next_named_sibling
+            attached = (
+                after is not None
+                and after.start_point.row <= first.end_point.row + 1
+                and after.type not in _FILE_HEADERS
+            )
+            doc = None if attached else _first_comment_line(self.text(first))
         return Definition(
             self.module,
             self.module.rpartition(".")[2],
