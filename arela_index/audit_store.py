@@ -620,7 +620,7 @@ def _ingest(
     stats: dict[str, Any],
 ) -> int:
     """Append the commits after `since` (all of them without it); ids keep growing with newness."""
-    total = count_commits(root, since, facts.subfolder)
+    total = count_commits(root, since, facts.subfolder, facts.head or "HEAD")
     total = min(total, max_commits) if max_commits else total
     base = int(conn.execute("SELECT coalesce(max(id), 0) FROM commits").fetchone()[0])
     done = 0

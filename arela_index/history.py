@@ -211,11 +211,15 @@ class GitLogFailed(RuntimeError):
     """`git log` stopped with an error (a corrupt object, a missing pack): history is incomplete."""
 
 
-def count_commits(root: Path, since: str | None = None, subfolder: bool = False) -> int:
-    out = git(
-        root, "rev-list", "--count", f"{since}..HEAD" if since else "HEAD", "--", *_limit(subfolder)
-    )
+def count_commits(
+    root: Path, since: str | None = None, subfolder: bool = False, tip: str = "HEAD"
+) -> int:
+    out = git(root, "rev-list", "--count", _revisions(since, tip), "--", *_limit(subfolder))
     return int(out) if out and out.strip().isdigit() else 0
+
+
+def _revisions(since: str | None, tip: str) -> str:
+    return f"{since}..{tip}" if since else tip
 
 
 def read_log(
@@ -235,7 +239,10 @@ def read_log(
     """
     facts = facts or repo_facts(root)
     boundaries, subfolder = facts.boundaries, facts.subfolder
-    total = count_commits(root, since, subfolder)
+    # The HEAD commit as it was when the facts were read: a commit made meanwhile waits for the
+    # next refresh instead of shifting the log under a build.
+    revisions = _revisions(since, facts.head or "HEAD")
+    total = count_commits(root, since, subfolder, facts.head or "HEAD")
     total = min(total, max_commits) if max_commits else total
     if total == 0:
         return
@@ -257,7 +264,7 @@ def read_log(
             for i in range(parts):
                 spool = folder / f"part{i}" if i else None
                 count = bounds[i + 1] - bounds[i]
-                command = _log_command(root, attributes, since, bounds[i], count, subfolder)
+                command = _log_command(root, attributes, revisions, bounds[i], count, subfolder)
                 with open(folder / f"err{i}", "wb") as err:
                     if spool is None:
                         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
@@ -289,7 +296,7 @@ def read_log(
 
 
 def _log_command(
-    root: Path, attributes: Path, since: str | None, skip: int, count: int, subfolder: bool
+    root: Path, attributes: Path, revisions: str, skip: int, count: int, subfolder: bool
 ) -> list[str]:
     return [
         "git", "-C", str(root),
@@ -300,8 +307,7 @@ def _log_command(
         "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--encoding=UTF-8",
         "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", f"--format={_FORMAT}",
         f"--skip={skip}", f"--max-count={count}", *(["--relative"] if subfolder else []),
-        f"{since}..HEAD" if since else "HEAD",
-        "--", *_limit(subfolder),
+        revisions, "--", *_limit(subfolder),
     ]  # fmt: skip
 
 

@@ -218,6 +218,17 @@ def test_only_commits_after_a_given_one_and_a_limit(repo: GitRepo) -> None:
     assert [c.hash for c in read_log(repo.root, max_commits=1)] == [all_commits[0].hash]
 
 
+def test_a_commit_made_during_a_build_waits_for_the_next_one(repo: GitRepo) -> None:
+    facts = repo_facts(repo.root)
+    repo.commit(
+        {"late.py": "z = 1\n"}, "Committed while indexing", date="2024-01-10T08:00:00+00:00"
+    )
+    assert "Committed while indexing" not in [c.subject for c in read_log(repo.root, facts=facts)]
+    assert [c.subject for c in read_log(repo.root, since=facts.head)] == [
+        "Committed while indexing"
+    ]
+
+
 def test_a_subfolder_reads_only_its_own_history_with_relative_paths(repo: GitRepo) -> None:
     commits = list(read_log(repo.root / "src"))
     assert [c.subject for c in commits] == [
