@@ -99,11 +99,10 @@ class _Progress:
 def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode]]:
     """Parse a file once; its definitions both feed the graph and cut its chunks."""
     from arela_index.chunking import chunk_file
-    from arela_index.languages import is_doc
-    from arela_index.parsing import extract_symbols
+    from arela_index.parsing import extract_symbols, parses
 
     text = file.read_text()
-    symbols = None if is_doc(file.language) else extract_symbols(file, text)
+    symbols = extract_symbols(file, text) if parses(file.language) else None
     definitions = symbols.definitions if symbols is not None and not symbols.error else None
     return symbols, chunk_file(file, text, definitions)
 
