@@ -181,8 +181,9 @@ class AuditLogRetriever(BaseRetriever):
         if _NEWEST.search(rest):
             plan.order = "newest"
         elif _OLDEST.search(rest) and (
-            plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols
+            plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols or not plan.terms
         ):
+            # "When was X introduced?", "the first commit": but "first-class support" is a topic.
             plan.order = "oldest"
         # From the whole question: "what's new in 8.3.0" is a window and a changelog section.
         named = [m.group(1) for m in _VERSION.finditer(question)]

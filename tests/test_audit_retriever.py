@@ -203,6 +203,13 @@ def test_relative_phrases_use_the_newest_commit_not_the_clock(
     ]
 
 
+def test_first_and_introduced_go_oldest_first(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    assert commits(retriever.retrieve("what was the very first commit?"))[0] == history["add"]
+    assert commits(retriever.retrieve("when was src/app/cli.py created?"))[0] == history["cli"]
+
+
 def test_what_did_someone_change(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
     results = retriever.retrieve("what did Carol change?")
     assert commits(results) == [history["adr"], history["retry"]]
