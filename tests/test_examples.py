@@ -1,0 +1,177 @@
+"""The examples run, offline, on a fresh clone of this repository (and the agent example against
+FakeOllama on a small repository); the notebook executes and renders answers and traces as HTML."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_ollama import FakeOllama, default_chat
+from gitrepo import GitRepo
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXAMPLES = PROJECT / "examples"
+TIMEOUT = 300  # seconds; a cold build of this repository takes ~10 s on two busy cores
+pytestmark = pytest.mark.slow  # subprocesses that each import llama_index and open an index
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone of this repository: the examples' default questions are about it."""
+    target = tmp_path_factory.mktemp("examples") / "arela-index"
+    subprocess.run(["git", "clone", "-q", str(PROJECT), str(target)], check=True, timeout=120)
+    return target
+
+
+def run_example(name: str, *args: str, **env: str) -> str:
+    """Run examples/`name` offline unless `env` says otherwise; its stdout (it must succeed)."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "ARELA_OFFLINE": "1", **env},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def sections(out: str) -> dict[str, str]:
+    """The quickstart's output split at its `=== [intent] question` headers."""
+    parts: dict[str, str] = {}
+    for block in out.split("\n=== [")[1:]:
+        label, _, rest = block.partition("]")
+        parts[label] = rest
+    return parts
+
+
+def test_quickstart_asks_one_question_of_each_intent(clone: Path) -> None:
+    out = run_example("quickstart.py", str(clone))
+    assert f"indexed {clone}" in out and "mode: offline; memories: code, graph, audit" in out
+    answers = sections(out)
+    intents = ["factual", "conceptual", "procedural", "comparative", "structural", "temporal"]
+    assert set(answers) == {*intents, "out of scope"}
+    assert "route: structural → graph" in answers["structural"]
+    assert "[arela_index/index.py:" in answers["structural"]  # ArelaIndex.from_repo calls it
+    assert "route: temporal → audit" in answers["temporal"]
+    assert "[commit 3c5719e]" in answers["temporal"]  # "Static embedding model: ..."
+    assert "route: procedural → code" in answers["procedural"]
+    assert "nothing was searched" in answers["out of scope"]
+    assert "route: out_of_scope → nothing searched" in answers["out of scope"]
+
+
+def test_quickstart_takes_other_questions_and_refreshes_instead_of_rebuilding(clone: Path) -> None:
+    built_before = (clone / ".arela").is_dir()
+    out = run_example("quickstart.py", str(clone), "-q", "what imports arela_index.persist?")
+    assert (f"refreshed {clone}" if built_before else f"indexed {clone}") in out
+    assert list(sections(out)) == ["question 1"]
+    assert "route: structural → graph" in out and "[arela_index/build.py" in out
+
+
+def test_existing_app_swaps_in_the_retriever_of_its_own_engines(clone: Path) -> None:
+    out = run_example("existing_app.py", str(clone))
+    assert "LLM: MockLLM (offline)" in out
+    engine = out.split("RetrieverQueryEngine: who calls build_index?")[1]
+    # MockLLM echoes its prompt: arela-index's graph context reached the app's LLM.
+    assert "symbol: arela_index.build.build_index" in engine
+    assert "route: graph (rules)" in engine
+    chat = out.split("CondensePlusContextChatEngine: who calls build_index?")[1]
+    assert "sources: [arela_index/build.py:" in chat
+    follow_up = out.split("index.as_chat_engine(): who calls it?")[1]
+    assert "[arela_index/engines.py:" in follow_up  # "it" is still checked_question
+
+
+def test_agent_tool_without_ollama_skips_the_agent_but_calls_the_tool(clone: Path) -> None:
+    out = run_example("agent_tool.py", str(clone))
+    assert "tool repository_context: Answers questions about the code repository" in out
+    assert "skipping the agent step: no Ollama answer model" in out
+    assert "`ollama pull qwen2.5-coder:3b`" in out
+    call = out.split("tool call: who calls build_index?")[1]
+    assert "[arela_index/index.py:" in call
+
+
+def react_speaker(request: dict[str, Any]) -> Any:
+    """An Ollama model that speaks ReAct: call the tool, then answer from its observation."""
+    if request.get("format") is not None:  # routing and grading: schema-valid JSON
+        return default_chat(request)
+    # The ReAct system prompt describes "Observation:" itself: look only at the conversation.
+    said = [m for m in request.get("messages", []) if m.get("role") != "system"]
+    text = "\n".join(str(m.get("content")) for m in said)
+    if "You answer a developer's question" in text:  # the tool's own answer writer
+        return "checkout is called by handle_order [shop/api.py:4-5]."
+    if "Observation:" in text:
+        return "Thought: I can answer without using any more tools.\nAnswer: handle_order calls it."
+    return (
+        "Thought: I need to use a tool to help me answer the question.\n"
+        "Action: repository_context\n"
+        'Action Input: {"input": "who calls checkout?"}'
+    )
+
+
+def test_agent_tool_with_an_ollama_model_lets_the_agent_call_the_tool(tmp_path: Path) -> None:
+    from arela_index.ollama import forget_probes
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit(
+        {
+            "shop/cart.py": "def checkout(cart):\n    return sum(cart)\n",
+            "shop/api.py": "from shop.cart import checkout\n\n\ndef handle_order(r):\n    return checkout(r)\n",
+        },
+        "A shop",
+    )
+    forget_probes()
+    with FakeOllama(chat_handler=react_speaker) as fake:
+        out = run_example(
+            "agent_tool.py",
+            str(repo.root),
+            "--question",
+            "who calls checkout?",
+            ARELA_OFFLINE="0",
+            OLLAMA_HOST=fake.url,
+        )
+        chats = [r.json for r in fake.requests_to("/api/chat")]
+    agent = out.split("agent (ReActAgent on Ollama 'qwen2.5-coder:3b'): who calls checkout?")[1]
+    assert agent.strip().startswith("handle_order calls it.")
+    # The agent saw the tool's observation: the answer the index wrote, with its citation.
+    observed = [json.dumps(c) for c in chats if "Observation" in json.dumps(c)]
+    assert any("checkout is called by handle_order [shop/api.py:4-5]" in c for c in observed)
+    assert "tool call: who calls checkout?" in out
+
+
+def test_the_notebook_runs_and_renders_answers_and_traces_as_html(
+    clone: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("ARELA_EXAMPLE_REPO", str(clone))
+    monkeypatch.setenv("ARELA_OFFLINE", "1")
+    notebook = nbformat.read(EXAMPLES / "explore.ipynb", as_version=4)
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(EXAMPLES)}},
+    )
+    client.execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    answers = [h for h in html if "class='arela-answer'" in h]
+    assert len(answers) == 5  # the first question, then four of other intents
+    assert "structural → graph" in answers[0] and "arela_index/index.py" in answers[0]
+    assert any("temporal → audit" in h for h in answers)
+    traces = [h for h in html if h.startswith("<table class='arela-trace'>")]
+    assert len(traces) == 2 and "who calls build_index?" in traces[0]
+    plain = [
+        o["data"]["text/plain"]
+        for o in outputs
+        if "arela-answer" in o.get("data", {}).get("text/html", "")
+    ]
+    assert plain[0].startswith("Most relevant context for: who calls build_index?")
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "route: structural → graph" in printed and "['graph']" in printed
