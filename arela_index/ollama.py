@@ -185,11 +185,15 @@ def make_embedding(config: ArelaConfig, *, batch_size: int = EMBED_BATCH_SIZE) -
 
     Wrap calls in `ollama_errors(...)` (or catch and `describe_failure`) to get one-line errors.
     """
+    # nomic-embed-text was trained with task prefixes; without them its retrieval is weaker.
+    prefixed = model_key(config.embed_model).startswith("nomic-embed-text")
     return _classes()[1](
         model_name=config.embed_model,
         base_url=base_url(config.ollama_host),
         embed_batch_size=batch_size,
         client_kwargs={"timeout": config.embed_timeout},
+        query_instruction="search_query:" if prefixed else None,
+        text_instruction="search_document:" if prefixed else None,
     )
 
 

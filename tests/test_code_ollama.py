@@ -81,6 +81,8 @@ QUESTIONS = [
     ("retry the operation with backoff after a failure", "network.RetryWithBackoff"),
 ]
 EMBED_MODEL = "nomic-embed-text"
+# nomic-embed-text is asked with its task prefixes (arela_index.ollama.make_embedding).
+DOC, QUERY = "search_document: ", "search_query: "
 
 
 @pytest.fixture
@@ -109,20 +111,22 @@ def _load(fake: FakeOllama, persist: Path, **overrides: Any) -> ArelaIndex:
 def _embedded_chunks(fake: FakeOllama) -> list[str]:
     """Texts a build sent to /api/embed (in batches; a query goes alone, as a string)."""
     inputs = [r.json["input"] for r in fake.requests_to("/api/embed")]
-    return [text for sent in inputs if isinstance(sent, list) for text in sent]
+    return [text.removeprefix(DOC) for sent in inputs if isinstance(sent, list) for text in sent]
 
 
 def _embedded_queries(fake: FakeOllama) -> list[str]:
     return [
-        r.json["input"] for r in fake.requests_to("/api/embed") if isinstance(r.json["input"], str)
+        r.json["input"].removeprefix(QUERY)
+        for r in fake.requests_to("/api/embed")
+        if isinstance(r.json["input"], str)
     ]
 
 
 def _nearest(fake: FakeOllama, index: ArelaIndex, question: str) -> str:
     """The chunk the fake's own vectors put nearest to `question`, worked out without the index."""
     chunks = index.code.chunks
-    matrix = np.array([fake.vector(c.text) for c in chunks])
-    best = int(np.argmax(matrix @ np.array(fake.vector(question))))
+    matrix = np.array([fake.vector(DOC + c.text) for c in chunks])
+    best = int(np.argmax(matrix @ np.array(fake.vector(QUERY + question))))
     return str(chunks[best].metadata["symbol"])
 
 
@@ -156,7 +160,7 @@ def test_an_online_build_embeds_every_chunk_with_ollama_and_records_the_model(
     assert shared.summary is not None and f"ollama:{EMBED_MODEL}" in shared.summary.mode
     assert {r.json["model"] for r in shared_fake.requests_to("/api/embed")} == {EMBED_MODEL}
     assert sorted(_embedded_chunks(shared_fake)) == sorted(c.text for c in shared.code.chunks)
-    expected = np.array([shared_fake.vector(c.text) for c in shared.code.chunks])
+    expected = np.array([shared_fake.vector(DOC + c.text) for c in shared.code.chunks])
     assert shared.code.vectors is not None
     np.testing.assert_allclose(shared.code.vectors, expected, atol=1e-6)
 
@@ -247,7 +251,7 @@ def test_an_unreachable_ollama_builds_offline_and_says_how_to_start_it(
     assert not index.runtime.online
     assert index.manifest.embedding == {"provider": "static", "name": MODEL_NAME, "dim": 128}
     assert index.summary is not None and index.summary.mode.startswith("offline")
-    assert any("no Ollama answers" in n and "ollama serve" in n for n in index.summary.notes)
+    assert any("no Ollama answers" in n and "ollama serve" in n for n in index.notes)
     hits = index.code_retriever(top_k=1).retrieve(QUESTIONS[0][0])
     assert hits[0].node.metadata["symbol"] == QUESTIONS[0][1]
 

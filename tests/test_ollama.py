@@ -147,8 +147,10 @@ def test_embeddings_come_back_from_the_server_one_request_per_batch(
     texts = [f"def handler_{n}(request): return render(request)" for n in range(40)]
     vectors = make_embedding(fake_ollama_config).get_text_embedding_batch(texts)
     assert [len(v) for v in vectors] == [fake_ollama.dim] * 40
-    assert vectors[7] == pytest.approx(fake_ollama.vector(texts[7]))
+    # nomic-embed-text is trained with task prefixes, so documents are sent with theirs.
+    assert vectors[7] == pytest.approx(fake_ollama.vector(f"search_document: {texts[7]}"))
     sent = fake_ollama.requests_to("/api/embed")
+    assert sent[0].json["input"][0] == f"search_document: {texts[0]}"
     assert [len(r.json["input"]) for r in sent] == [32, 8]
     assert {r.json["model"] for r in sent} == {"nomic-embed-text"}
 
@@ -347,9 +349,9 @@ def test_async_embeddings_work_across_event_loops(
     embedding = make_embedding(fake_ollama_config)
     for text in ("first loop", "second loop"):
         vector = asyncio.run(embedding.aget_query_embedding(text))
-        assert vector == pytest.approx(fake_ollama.vector(text))
+        assert vector == pytest.approx(fake_ollama.vector(f"search_query: {text}"))
     vectors = asyncio.run(embedding.aget_text_embedding_batch(["a b", "c d"]))
-    assert vectors[1] == pytest.approx(fake_ollama.vector("c d"))
+    assert vectors[1] == pytest.approx(fake_ollama.vector("search_document: c d"))
 
 
 def test_retrieved_nodes_are_quoted_with_where_they_come_from() -> None:
