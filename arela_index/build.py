@@ -78,14 +78,14 @@ class BuildSummary:
 class _Progress:
     """A tqdm bar on a terminal, silence when piped."""
 
-    def __init__(self, total: int, enabled: bool | None, desc: str) -> None:
+    def __init__(self, total: int, enabled: bool | None, desc: str, unit: str = "file") -> None:
         if enabled is None:
             enabled = sys.stderr.isatty()
         self._bar = None
         if enabled and total:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, unit="file", file=sys.stderr, leave=False)
+            self._bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
 
     def __call__(self, n: int = 1) -> None:
         if self._bar is not None:
@@ -124,7 +124,8 @@ def build_index(
     persist_dir = config.persist_path(root)
     with _timer(timings, "scan"):
         scan = scan_repository(root, config, persist_dir)
-    notes = [n for n in [say_offline_once(config, runtime)] if n]
+    say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
+    notes: list[str] = []
     with build_lock(persist_dir):
         previous_folder = current_build(persist_dir) if refresh else None
         previous = _load_previous(previous_folder) if previous_folder else None
@@ -161,7 +162,12 @@ def build_index(
                     chunks = previous[1].chunks_of(kept) + chunks
                 chunks.sort(key=lambda c: (c.metadata["file_path"], c.metadata["start_line"] or 0))
                 with _timer(timings, "code"):
-                    embed_progress = _Progress(len(chunks), config.show_progress, "embedding")
+                    embed_progress = _Progress(
+                        len(chunks) if embed_model is not None else 0,
+                        config.show_progress,
+                        "embedding",
+                        "chunk",
+                    )
                     code = CodeStore.build(
                         chunks,
                         folder / "code",
