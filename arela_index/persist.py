@@ -13,10 +13,14 @@ moment leaves the previous index whole and loadable.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import hashlib
 import json
 import os
+import re
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +35,8 @@ FORMAT_VERSION = 1
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"
+# What new_build names its folders; CURRENT naming anything else is damage, not a build.
+_BUILD_NAME = re.compile(r"build-[0-9T]+-[0-9a-f]+")
 
 
 @dataclass
@@ -48,8 +54,17 @@ class Manifest:
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     languages: dict[str, int] = field(default_factory=dict)
+    # sha256 of every file the memories wrote, by path inside the build folder: a load tells a
+    # damaged file from a good one, even when the damage still parses.
+    checksums: dict[str, str] = field(default_factory=dict)
 
     def save(self, folder: Path) -> None:
+        """Write the manifest last, with the checksums of everything written before it."""
+        self.checksums = {
+            path.relative_to(folder).as_posix(): _sha256(path)
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name != _MANIFEST
+        }
         (folder / _MANIFEST).write_text(
             json.dumps(asdict(self), indent=1, sort_keys=True), encoding="utf-8"
         )
@@ -63,16 +78,44 @@ class Manifest:
             raise corrupt(path, "missing") from None
         except (OSError, ValueError) as exc:
             raise corrupt(path, str(exc)) from None
-        version = data.get("format_version") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            raise corrupt(path, f"holds a JSON {type(data).__name__}, not a manifest")
+        version = data.get("format_version")
         if version != FORMAT_VERSION:
             raise IndexProblem(
                 f"the index at {folder.parent} has format version {version}, this arela-index reads "
                 f"version {FORMAT_VERSION}: rebuild it with `arela index {data.get('repo_root', '<repo>')}`"
             )
         try:
-            return cls(**data)
+            manifest = cls(**data)
         except TypeError as exc:
             raise corrupt(path, str(exc)) from None
+        for name, kind in (("repo_root", str), ("files", dict), ("checksums", dict)):
+            if not isinstance(getattr(manifest, name), kind):
+                raise corrupt(path, f"{name} is not a {kind.__name__}")
+        manifest.verify(folder)
+        return manifest
+
+    def verify(self, folder: Path) -> None:
+        """Raise the one-line corrupt-file error for the first file that is not as it was built."""
+        for name, digest in sorted(self.checksums.items()):
+            file = folder / name
+            try:
+                found = _sha256(file)
+            except FileNotFoundError:
+                raise corrupt(file, "missing") from None
+            except OSError as exc:
+                raise corrupt(file, exc.strerror or str(exc)) from None
+            if found != digest:
+                raise corrupt(file, "its content changed since the build (checksum mismatch)")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def current_build(persist_dir: Path) -> Path | None:
@@ -81,37 +124,65 @@ def current_build(persist_dir: Path) -> Path | None:
         name = (persist_dir / _CURRENT).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: bytes that are not UTF-8
         raise corrupt(persist_dir / _CURRENT, str(exc)) from None
     folder = persist_dir / name
-    if not name.startswith("build-") or "/" in name or not folder.is_dir():
+    if not _BUILD_NAME.fullmatch(name) or not folder.is_dir():
         raise corrupt(persist_dir / _CURRENT, f"points at a missing build folder {name!r}")
     return folder
 
 
+_held: set[Path] = set()
+_held_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def build_lock(persist_dir: Path) -> Iterator[None]:
-    """Hold the build lock of an index, or refuse at once with who holds it."""
+    """Hold the build lock of an index, or refuse at once with who holds it.
+
+    A POSIX record lock (`lockf`), not `flock`: forked parse workers do not share it, so a build
+    killed with SIGKILL never leaves its lock held by an orphaned worker; the kernel drops it
+    when the builder dies. Record locks belong to a process, so a set of held folders refuses a
+    second builder inside the same process.
+    """
     _ensure_writable(persist_dir)
-    with open(persist_dir / _LOCK, "a+", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise ArelaError(
-                f"another `arela index` ({holder}) is building {persist_dir}; wait for it to finish, then retry"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}")
-        fh.flush()
-        try:
-            yield
-        finally:
+    key = persist_dir.resolve()
+    with _held_lock:
+        if key in _held:
+            raise _busy(persist_dir, f"pid {os.getpid()}")
+        _held.add(key)
+    try:
+        with open(persist_dir / _LOCK, "a+", encoding="utf-8") as fh:
+            try:
+                fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                    raise ArelaError(
+                        f"cannot lock {persist_dir / _LOCK} ({exc.strerror or exc}); "
+                        "choose another folder with --persist-dir"
+                    ) from None
+                fh.seek(0)
+                raise _busy(persist_dir, fh.read().strip() or "another process") from None
             fh.seek(0)
             fh.truncate()
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.write(f"pid {os.getpid()}")
+            fh.flush()
+            try:
+                yield
+            finally:
+                fh.seek(0)
+                fh.truncate()
+                fh.flush()
+                fcntl.lockf(fh, fcntl.LOCK_UN)
+    finally:
+        with _held_lock:
+            _held.discard(key)
+
+
+def _busy(persist_dir: Path, holder: str) -> ArelaError:
+    return ArelaError(
+        f"another `arela index` ({holder}) is building {persist_dir}; wait for it to finish, then retry"
+    )
 
 
 @contextlib.contextmanager
