@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -231,7 +232,10 @@ def _parse_all(
     workers = min(os.cpu_count() or 1, 4)
     if workers > 1 and len(files) >= _PARALLEL_FROM:
         with ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("fork")
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
         ) as pool:
             results = pool.map(parse_and_chunk, files, chunksize=16)
             _collect(files, results, parsed, chunks, progress)
@@ -239,6 +243,18 @@ def _parse_all(
         _collect(files, map(parse_and_chunk, files), parsed, chunks, progress)
     progress.close()
     return parsed, chunks
+
+
+def _die_with_parent(parent: int) -> None:
+    """A parse worker ends with the build: killed builds must leave no orphans holding memory."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the build died before the line above took effect
+        os._exit(1)
 
 
 def _collect(
