@@ -183,7 +183,10 @@ class ArelaSelector(BaseSelector):
         with _timed(draft.route, "prototypes"):
             sims = (
                 self._prototypes.similarity(
-                    draft.route.question, draft.entities.mentions, self._terms
+                    draft.route.question,
+                    draft.entities.mentions,
+                    self._terms,
+                    notes=draft.route.notes,
                 )
                 if draft.entities.in_scope
                 else {}
@@ -205,7 +208,10 @@ class ArelaSelector(BaseSelector):
         with _timed(draft.route, "prototypes"):
             sims = (
                 await self._prototypes.asimilarity(
-                    draft.route.question, draft.entities.mentions, self._terms
+                    draft.route.question,
+                    draft.entities.mentions,
+                    self._terms,
+                    notes=draft.route.notes,
                 )
                 if draft.entities.in_scope
                 else {}

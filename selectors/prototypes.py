@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
@@ -170,6 +171,7 @@ class Prototypes:
         self,
         examples: Mapping[str, Sequence[str]] = EXAMPLES,
         embed_model: BaseEmbedding | None = None,
+        cooldown: float = 30.0,
     ) -> None:
         self._labels = [intent for intent, texts in examples.items() for _ in texts]
         self._texts = [text for texts in examples.values() for text in texts]
@@ -183,8 +185,11 @@ class Prototypes:
             for token in vector:
                 self._postings.setdefault(token, []).append(i)
         self._embed_model = embed_model
+        self.cooldown = cooldown
         self._embeddings: list[list[float]] | None = None
         self._lock = threading.Lock()
+        self._resting_until = 0.0
+        self._last_failure = ""
 
     @property
     def embed_model(self) -> BaseEmbedding | None:
@@ -206,26 +211,64 @@ class Prototypes:
         return self._best_per_intent(dots.items())
 
     def similarity(
-        self, question: str, mentions: Mentions | None = None, terms: frozenset[str] = frozenset()
+        self,
+        question: str,
+        mentions: Mentions | None = None,
+        terms: frozenset[str] = frozenset(),
+        notes: list[str] | None = None,
     ) -> dict[str, float]:
-        """Lexical similarity, averaged with embedding similarity when a model is set."""
+        """Lexical similarity, averaged with embedding similarity when a model is set.
+
+        A failing embedder (Ollama down, hanging, off-schema) leaves the lexical score alone,
+        says why in `notes` and rests for `cooldown` seconds: one timeout, not one per question.
+        """
         lexical = self.lexical(question, mentions, terms)
-        if self._embed_model is None:
+        if self._embed_model is None or self._rests(notes):
             return lexical
-        dense = self._best_per_intent(
-            enumerate(self._cosines(self._embed_model.get_query_embedding(question)))
-        )
+        try:
+            dense = self._best_per_intent(
+                enumerate(self._cosines(self._embed_model.get_query_embedding(question)))
+            )
+        except Exception as exc:  # any embedder failure must leave routing to the lexical score
+            return self._failed(exc, lexical, notes)
         return {k: (lexical.get(k, 0.0) + dense.get(k, 0.0)) / 2 for k in {*lexical, *dense}}
 
     async def asimilarity(
-        self, question: str, mentions: Mentions | None = None, terms: frozenset[str] = frozenset()
+        self,
+        question: str,
+        mentions: Mentions | None = None,
+        terms: frozenset[str] = frozenset(),
+        notes: list[str] | None = None,
     ) -> dict[str, float]:
         lexical = self.lexical(question, mentions, terms)
-        if self._embed_model is None:
+        if self._embed_model is None or self._rests(notes):
             return lexical
-        query = await self._embed_model.aget_query_embedding(question)
-        dense = self._best_per_intent(enumerate(self._cosines(query)))
+        try:
+            query = await self._embed_model.aget_query_embedding(question)
+            dense = self._best_per_intent(enumerate(self._cosines(query)))
+        except Exception as exc:  # any embedder failure must leave routing to the lexical score
+            return self._failed(exc, lexical, notes)
         return {k: (lexical.get(k, 0.0) + dense.get(k, 0.0)) / 2 for k in {*lexical, *dense}}
+
+    def _rests(self, notes: list[str] | None) -> bool:
+        with self._lock:
+            left, failure = self._resting_until - time.monotonic(), self._last_failure
+        if left > 0 and notes is not None:
+            notes.append(f"embeddings skipped for {left:.0f} s more after: {failure}")
+        return left > 0
+
+    def _failed(
+        self, exc: Exception, lexical: dict[str, float], notes: list[str] | None
+    ) -> dict[str, float]:
+        from arela_index.ollama import describe_failure
+
+        reason = describe_failure(exc, setting="ARELA_EMBED_TIMEOUT")
+        with self._lock:
+            self._resting_until = time.monotonic() + self.cooldown
+            self._last_failure = reason
+        if notes is not None:
+            notes.append(f"embeddings failed, prototypes compared by words only: {reason}")
+        return lexical
 
     def _cosines(self, query: list[float]) -> list[float]:
         assert self._embed_model is not None
