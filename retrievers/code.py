@@ -64,10 +64,15 @@ class _DenseRetriever(BaseRetriever):
         self._failures = failures
         self._paused_until = 0.0
         self.answered = True  # False when the last query got no dense ranking at all
+        self.why_not: str | None = None  # and why, for the query's trace
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         self.answered = False
-        if time.monotonic() < self._paused_until:
+        left = self._paused_until - time.monotonic()
+        if left > 0:
+            self.why_not = (
+                f"dense retrieval skipped for {left:.0f} s more after: {self._failures[-1]}"
+            )
             return []
         assert self._store.vectors is not None
         try:
@@ -86,8 +91,9 @@ class _DenseRetriever(BaseRetriever):
                 f"dense retrieval skipped: {embedding_failure(exc, self._embed_model)}"
             )
             log.warning("arela-index: %s", self._failures[-1])
+            self.why_not = self._failures[-1]
             return []
-        self.answered = True
+        self.answered, self.why_not = True, None
         return _stored(self._store, hits)
 
 
@@ -150,6 +156,11 @@ class CodeMemoryRetriever(BaseRetriever):
     def dense(self) -> bool:
         """Whether dense retrieval takes part (the store has vectors and an embedder was given)."""
         return self._dense is not None
+
+    @property
+    def fallback(self) -> str | None:
+        """Why the last query went sparse-only although it has vectors and an embedder, or None."""
+        return self._dense.why_not if self._dense is not None else None
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if not query_bundle.query_str.strip():

@@ -242,17 +242,27 @@ class _Part(BaseRetriever):
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
-                return self._inner.retrieve(bundle)
+                found = self._inner.retrieve(bundle)
             except Exception as exc:  # one broken memory must not sink the others
                 return self._failed(exc)
+        return self._noted(found)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
-                return await self._inner.aretrieve(bundle)
+                found = await self._inner.aretrieve(bundle)
             except Exception as exc:  # one broken memory must not sink the others
                 return self._failed(exc)
+        return self._noted(found)
+
+    def _noted(self, found: list[NodeWithScore]) -> list[NodeWithScore]:
+        # A memory that degrades instead of failing (the code memory going sparse-only when its
+        # embedder fails) says why in `fallback`; the trace must say so too.
+        why = getattr(self._inner, "fallback", None)
+        if isinstance(why, str):
+            self._trace.add_step("fallback", stage="dense", memory=self._label, why=why)
+        return found
 
     def _failed(self, exc: Exception) -> list[NodeWithScore]:
         log.warning("arela-index: the %s memory failed: %s", self._label, exc)
