@@ -186,6 +186,27 @@ def test_jsonl_and_yaml_golden_sets_score_the_same(
         assert from_jsonl[key] == from_yaml[key], key
 
 
+def test_a_golden_set_kept_in_the_repository_is_never_a_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "shop")
+    gold = [
+        {
+            "question": "what does apply_discount do to small totals?",
+            "memory": "code",
+            "files": ["shop/cart.py"],
+        }
+    ]
+    repo.write({"eval/gold.yaml": yaml.safe_dump({"questions": gold})})
+    repo.commit(FILES, "A shop with its golden questions")
+    assert main(["index", str(repo.root), "--offline"]) == 0
+    capsys.readouterr()
+    report = run_eval(capsys, repo.root / "eval" / "gold.yaml", repo.root, "--json")
+    (result,) = report["results"]
+    assert result["sources"] and not any("eval/gold.yaml" in s for s in result["sources"])
+    assert result["rank"] == 1
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
