@@ -1,8 +1,8 @@
 """`arela doctor`: is everything in place to answer questions about a repository, and if not, what to do.
 
 One line per check: Ollama at OLLAMA_HOST, the embedding, router and answer models, the index
-(present, format current, built from this repository, its embedding usable), freshness against
-the working tree and HEAD, and each memory's size.
+(present, format current, files intact, built from this repository, its embedding usable),
+freshness against the working tree and HEAD, and each memory's size.
 
 Statuses: `ok`; `off` (turned off by choice: offline mode skips the Ollama checks); `skip` (could
 not be checked because an earlier check failed, which already says why); `warn` (works, but stale
@@ -176,12 +176,13 @@ def _index_checks(
         return
     yield Check("index", "ok", f"present at {persist_dir}")
     try:
-        manifest = Manifest.read(folder)
+        manifest = Manifest.read(folder)  # checks the format version, then every file's checksum
     except ArelaError as exc:
-        yield Check("format", "fail", str(exc))
+        yield Check("format" if "has format version" in str(exc) else "integrity", "fail", str(exc))
         return
     built_by = f"built by arela-index {manifest.package_version} on {manifest.built_at}"
     yield Check("format", "ok", f"version {manifest.format_version}, {built_by}")
+    yield Check("integrity", "ok", f"{len(manifest.checksums)} index files as the build wrote them")
     if Path(manifest.repo_root) != root:
         yield Check(
             "repository",

@@ -210,17 +210,19 @@ def test_an_index_of_an_older_format_says_rebuild(
     assert status == "fail" and "format version 0" in line and f"arela index {root}" in line
 
 
-def test_a_damaged_memory_is_named_with_the_way_out(
+def test_a_damaged_index_file_is_named_with_the_way_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, folder = indexed_offline(tmp_path)
+    code, checks = doctor(capsys, "--repo", str(root), "--offline")
+    assert checks["integrity"][0] == "ok"
     for path in (folder / "graph").iterdir():
         path.write_text("{not json")
     code, checks = doctor(capsys, "--repo", str(root), "--offline")
     assert code == 1
-    status, line = checks["graph memory"]
-    assert status == "fail" and "unreadable" in line and "arela index" in line
-    assert checks["code memory"][0] == "ok"
+    status, line = checks["integrity"]
+    assert status == "fail" and "/graph/" in line and "unreadable" in line and "arela index" in line
+    assert "graph memory" not in checks  # nothing is read from a damaged index
 
 
 def test_a_folder_without_git_has_no_history_and_that_is_fine(
