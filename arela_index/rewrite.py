@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import weakref
 
 from arela_index.entities import Vocabulary, extract_mentions
 from arela_index.text import STOPWORDS, words
@@ -144,11 +145,48 @@ def content_terms(question: str) -> list[str]:
 
 
 def closest_names(name: str, vocabulary: Vocabulary, limit: int = 3) -> list[str]:
-    """Known symbol names spelled like `name` (a typo, other casing, a near miss)."""
-    simple = {s.rsplit(".", 1)[-1] for s in vocabulary.symbols}
-    lowered = {s.lower(): s for s in simple}
-    hits = difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.75)
-    return [lowered[h] for h in hits]
+    """Known symbol names spelled like `name` (a typo, other casing, a near miss).
+
+    Only names with the same first letter and a length a 0.75 match allows are compared: typos
+    rarely hit the first letter, and thousands of symbols stay a millisecond's work.
+
+    >>> closest_names("parse_confg", Vocabulary(symbols=["app.parse_config", "app.load_config"]))
+    ['parse_config']
+    """
+    lowered = name.lower()
+    if not lowered:
+        return []
+    by_start = _simple_names(vocabulary)
+    size = len(lowered)
+    candidates = [
+        n for n in by_start.get(lowered[0], ()) if 3 * size <= 5 * len(n) and 3 * len(n) <= 5 * size
+    ]
+    hits = difflib.get_close_matches(lowered, candidates, n=limit, cutoff=0.75)
+    originals = _originals(vocabulary)
+    return [originals[h] for h in hits]
+
+
+_SIMPLE: weakref.WeakKeyDictionary[Vocabulary, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+_ORIGINAL: weakref.WeakKeyDictionary[Vocabulary, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _originals(vocabulary: Vocabulary) -> dict[str, str]:
+    """Lower-cased last parts of the vocabulary's symbols → their spelling (computed once)."""
+    found = _ORIGINAL.get(vocabulary)
+    if found is None:
+        found = {s.rsplit(".", 1)[-1].lower(): s.rsplit(".", 1)[-1] for s in vocabulary.symbols}
+        _ORIGINAL[vocabulary] = found
+    return found
+
+
+def _simple_names(vocabulary: Vocabulary) -> dict[str, list[str]]:
+    found = _SIMPLE.get(vocabulary)
+    if found is None:
+        found = {}
+        for lowered in sorted(_originals(vocabulary)):
+            found.setdefault(lowered[:1], []).append(lowered)
+        _SIMPLE[vocabulary] = found
+    return found
 
 
 def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
@@ -158,6 +196,8 @@ def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
     >>> offline_rewrite("hey, could you explain how the parse_confg thing works?",
     ...                 Vocabulary(symbols=["app.config.parse_config"]))
     'parse_config parse config'
+    >>> offline_rewrite("who calls send_email?", Vocabulary(symbols=["app.hooks.getcalls"]))
+    'send_email send email'
     """
     mentions = extract_mentions(question)
     named: list[str] = []
@@ -172,6 +212,10 @@ def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
                 named.append(name)
             continue
         assert vocabulary is not None
+        # A plain word is looked up only if it could name something (`calls` is no `getcalls`).
+        lower = name.lower()
+        if is_word and (lower in ROUTING_WORDS or lower in FILLER or lower in STOPWORDS):
+            continue
         close = closest_names(name.rsplit(".", 1)[-1], vocabulary)
         if close:
             named.extend(close[:1])
