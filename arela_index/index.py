@@ -57,6 +57,7 @@ class ArelaIndex:
         if note:
             self.notes.append(note)
         self.__dict__.pop("vocabulary", None)
+        self.__dict__.pop("term_weights", None)
 
     # -- building and loading -------------------------------------------------------------------
 
@@ -108,6 +109,15 @@ class ArelaIndex:
             symbols=self.graph.symbol_names(),
             paths=self.manifest.files.keys(),
             authors=self.audit.authors(),
+        )
+
+    @cached_property
+    def term_weights(self) -> Any:
+        """How informative each word is here (idf over the code memory): the grader's evidence."""
+        from arela_index.term_weights import TermWeights
+
+        return (
+            TermWeights.uniform() if self.code.is_empty() else TermWeights.from_bm25(self.code.bm25)
         )
 
     def available_memories(self) -> list[str]:
@@ -189,7 +199,10 @@ class ArelaIndex:
             vocabulary=self.vocabulary,
             llm=self._llm(self.config.router_model, self.config.router_timeout),
             route=selector.route,
+            term_weights=self.term_weights,
+            router=router,
             max_retries=self.config.max_retries,
+            top_k=top_k,
         )
         return ArelaRetriever(router, grader)
 
