@@ -23,7 +23,7 @@ from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
-from arela_index.answers import abstention, offline_answer
+from arela_index.answers import abstention, citation, offline_answer
 from arela_index.entities import extract_mentions
 from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.grading import RelevanceGrader
@@ -77,7 +77,7 @@ class ArelaRetriever(BaseRetriever):
         started = time.perf_counter()
         nodes, trace = self.router.retrieve_with_trace(bundle)
         kept = self.grader.grade(nodes, bundle.query_str, trace)
-        trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+        _total(trace, started)
         return kept, trace
 
     async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
@@ -85,7 +85,7 @@ class ArelaRetriever(BaseRetriever):
         started = time.perf_counter()
         nodes, trace = await self.router.aretrieve_with_trace(bundle)
         kept = await asyncio.to_thread(self.grader.grade, nodes, bundle.query_str, trace)
-        trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+        _total(trace, started)
         return kept, trace
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -135,7 +135,7 @@ class CitedSynthesizer(BaseSynthesizer):
     def respond(self, question: str, nodes: list[NodeWithScore], trace: Trace) -> Response:
         with trace.time("answer"):
             if not nodes:
-                text = abstention(question, trace.memory_names, _why_empty(trace))
+                text = abstention(question, searched(trace), _why_empty(trace))
             elif self.answer_llm is None:
                 text = offline_answer(question, nodes, _route_line(trace))
             else:
@@ -143,16 +143,29 @@ class CitedSynthesizer(BaseSynthesizer):
         return Response(text, source_nodes=nodes, metadata={"arela": trace, "abstained": not nodes})
 
     def _written(self, question: str, nodes: list[NodeWithScore], trace: Trace) -> str:
-        from arela_index.ollama import ollama_errors, quote_nodes
+        from arela_index.ollama import ollama_errors, quote_data
 
         assert self.answer_llm is not None
-        prompt = ANSWER_PROMPT.format(passages=quote_nodes(nodes), question=question)
+        # Each block is labelled with the very citation the answer should carry.
+        passages = quote_data([(citation(n)[1:-1], n.node.get_content()) for n in nodes])
+        prompt = ANSWER_PROMPT.format(passages=passages, question=question)
         try:
-            with ollama_errors(model=getattr(self.answer_llm, "model", None)):
-                return self.answer_llm.complete(prompt).text.strip()
+            with ollama_errors(
+                model=getattr(self.answer_llm, "model", None),
+                host=getattr(self.answer_llm, "base_url", None),
+                timeout=getattr(self.answer_llm, "request_timeout", None),
+            ):
+                text = self.answer_llm.complete(prompt).text.strip()
         except OllamaUnavailable as exc:
             trace.add_step("fallback", stage="answer", why=str(exc))
             return offline_answer(question, nodes, _route_line(trace))
+        if not text:
+            trace.add_step("fallback", stage="answer", why="the model answered nothing")
+            return offline_answer(question, nodes, _route_line(trace))
+        cited = [c for c in dict.fromkeys(citation(n) for n in nodes) if c in text]
+        if not cited:  # the reader must still see where the answer comes from
+            text += "\n\nSources: " + " ".join(dict.fromkeys(citation(n) for n in nodes))
+        return text
 
 
 class ArelaQueryEngine(RetrieverQueryEngine):
@@ -168,18 +181,18 @@ class ArelaQueryEngine(RetrieverQueryEngine):
         self.arela_retriever = retriever
         self.synthesizer = synthesizer
 
-    def _query(self, query_bundle: QueryBundle) -> Response:  # type: ignore[override]
+    def _query(self, query_bundle: QueryBundle) -> Response:
         started = time.perf_counter()
         nodes, trace = self.arela_retriever.retrieve_with_trace(query_bundle)
         response = self.synthesizer.respond(trace.question, nodes, trace)
-        trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+        _total(trace, started)
         return response
 
-    async def _aquery(self, query_bundle: QueryBundle) -> Response:  # type: ignore[override]
+    async def _aquery(self, query_bundle: QueryBundle) -> Response:
         started = time.perf_counter()
         nodes, trace = await self.arela_retriever.aretrieve_with_trace(query_bundle)
         response = await asyncio.to_thread(self.synthesizer.respond, trace.question, nodes, trace)
-        trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+        _total(trace, started)
         return response
 
 
@@ -227,7 +240,7 @@ class OfflineChatEngine(BaseChatEngine):
         answer = self.chat(message, chat_history)
         done = ChatMessage(role=MessageRole.ASSISTANT, content=answer.response)
         stream = StreamingAgentChatResponse(
-            chat_stream=iter([ChatResponse(message=done, delta=answer.response)]),
+            chat_stream=(r for r in [ChatResponse(message=done, delta=answer.response)]),
             source_nodes=answer.source_nodes,
         )
         # The memory already holds the answer; the stream only has to deliver it.
@@ -248,8 +261,19 @@ class OfflineChatEngine(BaseChatEngine):
         return self._memory.get_all()
 
 
+def _total(trace: Trace, started: float) -> None:
+    trace.timings_ms.pop("total", None)  # last, after every stage it sums
+    trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+
+
+def searched(trace: Trace) -> list[str]:
+    """Every memory the question was looked up in: the route's, then the retries'."""
+    retried = (m for step in trace.steps if step.get("kind") == "retry" for m in step["memories"])
+    return list(dict.fromkeys([*trace.memory_names, *retried]))
+
+
 def _route_line(trace: Trace) -> str:
-    memories = ", ".join(trace.memory_names) or "none"
+    memories = ", ".join(searched(trace)) or "none"
     intents = ", ".join(name for name, _ in trace.intents) or "unknown"
     return f"intent {intents}; searched {memories}"
 
