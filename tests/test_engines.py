@@ -1,0 +1,552 @@
+"""The engines end to end on real, indexed git repositories: each intent answered from the right
+memory with the right citations, recovery by retry, abstention, prompt injection, stock
+LlamaIndex engines, chat, agent tools, sync and async, and the online path through FakeOllama."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from engine_repos import (
+    EVIL_NOTE,
+    INJECTION,
+    NEUTRAL_NOTE,
+    Indexed,
+    ScriptedModel,
+    indexed,
+    passages,
+    prompt_of,
+)
+from fake_ollama import FakeOllama
+from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
+from llama_index.core.chat_engine import CondensePlusContextChatEngine
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import QueryBundle
+
+from arela_index.answers import citation
+from arela_index.engines import (
+    ArelaQueryEngine,
+    ArelaRetriever,
+    CitedSynthesizer,
+    OfflineChatEngine,
+    checked_question,
+)
+from arela_index.errors import ArelaError
+from arela_index.index import ArelaIndex
+from arela_index.ollama import DATA_RULE, forget_probes, make_llm
+from arela_index.retrievers.router import build_router
+from arela_index.trace import Trace
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Indexed]:
+    folder = tmp_path_factory.mktemp("engines")
+    return {name: indexed(name, folder) for name in ("taskq", "shop")}
+
+
+@pytest.fixture(scope="module")
+def taskq(repos: dict[str, Indexed]) -> ArelaIndex:
+    return repos["taskq"].load()
+
+
+def line_of(repo: Indexed, path: str, text: str) -> int:
+    """The 1-based line of the first line of `path` that contains `text`."""
+    lines = (repo.repo.root / path).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def steps(trace: Trace, kind: str) -> list[dict[str, Any]]:
+    return [s for s in trace.steps if s["kind"] == kind]
+
+
+def metadata_of(answer: Any) -> dict[str, Any]:
+    """The metadata of a response, chat response or tool output's response."""
+    assert answer.metadata is not None
+    return dict(answer.metadata)
+
+
+# -- each intent from the right memory, with the right citations ------------------------------
+
+# repo, question, intent, memories routed, memory of the best source, and what it cites: a path
+# and a line its lines must hold, or the subject of a commit.
+INTENTS = [
+    ("taskq", "what does parse_config return?", "factual", ["code", "graph"], "code",
+     ("src/taskq/config.py", "def parse_config")),
+    ("taskq", "why do we use SQLite for job storage?", "conceptual", ["code"], "code",
+     ("docs/adr/0001-use-sqlite.md", "# 1. Use SQLite")),
+    ("taskq", "how do I configure the number of workers?", "procedural", ["code"], "code",
+     ("src/taskq/config.py", "def resolve_envvar")),
+    ("taskq", "what's the difference between JobQueue and PriorityQueue?", "comparative", ["code"],
+     "code", ("src/taskq/queue.py", "class PriorityQueue")),
+    ("taskq", "who calls resolve_envvar?", "structural", ["graph"], "graph",
+     ("src/taskq/config.py", "def resolve_envvar")),
+    ("taskq", "which classes inherit StorageBackend?", "structural", ["graph"], "graph",
+     ("src/taskq/storage/redis_backend.py", "class RedisBackend")),
+    ("taskq", "who added the Redis backend?", "temporal", ["audit"], "audit",
+     "Add Redis storage backend"),
+    ("taskq", "when did the retry backoff change and why?", "temporal", ["audit"], "audit",
+     "Slow down retry backoff: workers hammered the database"),
+    ("shop", "what does applyDiscount do to totals over 100?", "factual", ["code", "graph"], "code",
+     ("src/cart.ts", "export function applyDiscount")),
+    ("shop", "which classes extend PaymentGateway?", "structural", ["graph"], "graph",
+     ("src/payments.ts", "export class StripeGateway")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("repo", "question", "intent", "memories", "memory", "cited"), INTENTS)
+def test_each_intent_is_answered_from_the_right_memory_with_citations(
+    repos: dict[str, Indexed],
+    repo: str,
+    question: str,
+    intent: str,
+    memories: list[str],
+    memory: str,
+    cited: tuple[str, str] | str,
+) -> None:
+    response = repos[repo].load().as_query_engine().query(question)
+    trace = metadata_of(response)["arela"]
+    assert metadata_of(response)["abstained"] is False
+    assert trace.intents[0][0] == intent and trace.memory_names == memories
+    best = response.source_nodes[0]
+    meta = best.node.metadata
+    assert meta["memory"] == memory
+    if isinstance(cited, str):
+        expected = f"[commit {repos[repo].sha_of(cited)[:7]}]"
+    else:  # the right file, and lines that hold the definition
+        path, text = cited
+        assert meta["file_path"] == path
+        assert meta["start_line"] <= line_of(repos[repo], path, text) <= meta["end_line"]
+        expected = f"[{path}:{meta['start_line']}-{meta['end_line']}]"
+    assert citation(best) == expected
+    answer = str(response)
+    assert answer.startswith(f"Most relevant context for: {question}")
+    assert expected in answer.splitlines()[3]  # the first source listed is the best one
+    assert all(citation(n) in answer for n in response.source_nodes)
+
+
+def test_the_history_answer_names_who_and_when(repos: dict[str, Indexed]) -> None:
+    response = repos["taskq"].load().as_query_engine().query("who added the Redis backend?")
+    best = response.source_nodes[0].node.metadata
+    assert (best["author"], best["date"][:10]) == ("Carol Diaz", "2024-03-18")
+    assert "Carol Diaz" in str(response) and "Add Redis storage backend" in str(response)
+
+
+# -- recovery by retry --------------------------------------------------------------------------
+
+
+def test_a_question_the_graph_cannot_resolve_is_recovered_from_code(
+    repos: dict[str, Indexed], taskq: ArelaIndex
+) -> None:
+    response = taskq.as_query_engine().query("who calls the function that parses cron expressions?")
+    trace = metadata_of(response)["arela"]
+    assert trace.memory_names == ["graph"] and steps(trace, "grade")[0]["kept"] == 0
+    (retry,) = steps(trace, "retry")
+    assert retry["memories"] == ["code"]
+    best = response.source_nodes[0]
+    assert best.node.metadata["memory"] == "code"
+    assert best.node.metadata["symbol"] == "taskq.scheduler.parse_cron"
+    line = line_of(repos["taskq"], "src/taskq/scheduler.py", "def parse_cron")
+    meta = best.node.metadata
+    assert meta["file_path"] == "src/taskq/scheduler.py"
+    assert meta["start_line"] <= line <= meta["end_line"]
+    assert citation(best) in str(response) and "searched graph, code" in str(response)
+
+
+class _Always(BaseSelector):
+    """Routes every question to one tool: a deliberate misroute."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def _select(self, choices: Any, query: QueryBundle) -> MultiSelection:
+        return MultiSelection(selections=[SingleSelection(index=self.index, reason="forced")])
+
+    async def _aselect(self, choices: Any, query: QueryBundle) -> MultiSelection:
+        return self._select(choices, query)
+
+    def _get_prompts(self) -> dict[str, Any]:
+        return {}
+
+    def _update_prompts(self, prompts: Any) -> None:
+        return None
+
+
+def test_a_deliberately_misrouted_question_is_recovered_by_the_retry(taskq: ArelaIndex) -> None:
+    stock = taskq.as_retriever()
+    audit_only = build_router(
+        taskq.code_retriever(), taskq.graph_retriever(), taskq.audit_retriever(), _Always(2), 8
+    )
+    retriever = ArelaRetriever(audit_only, stock.grader)
+    nodes, trace = retriever.retrieve_with_trace("what does parse_cron raise for a bad expression?")
+    assert trace.memory_names == ["audit"] and steps(trace, "grade")[0]["kept"] == 0
+    (retry,) = steps(trace, "retry")
+    assert retry["memories"] == ["code"] and retry["why"].startswith("too little from audit")
+    assert nodes[0].node.metadata["symbol"] == "taskq.scheduler.parse_cron"
+    assert "raise ValueError" in nodes[0].node.get_content()
+
+
+# -- abstention -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what is the capital of France?",
+        "how do I bake sourdough bread?",
+        "tell me about the weather in Paris",
+    ],
+)
+def test_out_of_scope_questions_abstain_and_say_so(taskq: ArelaIndex, question: str) -> None:
+    response = taskq.as_query_engine().query(question)
+    assert metadata_of(response)["abstained"] is True and response.source_nodes == []
+    assert str(response) == (
+        f"This question does not seem to be about the repository, so nothing was searched: {question}"
+    )
+    trace = metadata_of(response)["arela"]
+    assert trace.out_of_scope and trace.memory_names == [] and len(steps(trace, "abstain")) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "why"),
+    [
+        ("what does frobnicate_widgets do?", "mentions `frobnicate_widgets`"),
+        ("how do I deploy taskq to kubernetes?", "nothing relevant was found in code"),
+        ("who calls send_notification_email?", "mentions `send_notification_email`"),
+    ],
+)
+def test_questions_the_repository_cannot_answer_abstain_with_what_was_searched(
+    taskq: ArelaIndex, question: str, why: str
+) -> None:
+    response = taskq.as_query_engine().query(question)
+    assert metadata_of(response)["abstained"] is True and response.source_nodes == []
+    first, second = str(response).splitlines()
+    assert first == f"The repository does not seem to contain an answer to: {question}"
+    trace = metadata_of(response)["arela"]
+    searched = [*trace.memory_names, *(m for r in steps(trace, "retry") for m in r["memories"])]
+    assert second.startswith(f"Searched: {', '.join(searched)}; ") and why in second
+
+
+@contextmanager
+def online(repo: Indexed, model: ScriptedModel) -> Iterator[tuple[ArelaIndex, FakeOllama]]:
+    """The repository's index loaded against a FakeOllama that answers with `model`."""
+    forget_probes()
+    with FakeOllama(chat_handler=model) as fake:
+        index = repo.load(
+            offline=False,
+            ollama_host=fake.url,
+            router_model="qwen2.5:1.5b",
+            answer_model="qwen2.5-coder:3b",
+            probe_timeout=1.0,
+            router_timeout=1.0,
+            answer_timeout=2.0,
+        )
+        assert index.runtime.online
+        yield index, fake
+    forget_probes()
+
+
+# -- repository text is data --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def injection_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Indexed, Indexed]:
+    folder = tmp_path_factory.mktemp("injection")
+    return indexed("taskq_neutral", folder), indexed("taskq_injected", folder)
+
+
+UNRELATED = [
+    "what does parse_config return?",
+    "who calls resolve_envvar?",
+    "which classes inherit StorageBackend?",
+    "when did the retry backoff change and why?",
+    "who added the Redis backend?",
+    "how do I add a new storage backend?",
+    "what's the difference between JobQueue and PriorityQueue?",
+    "why do we use SQLite for job storage?",
+    "who calls the function that parses cron expressions?",
+    "what is the answer?",
+    "what does frobnicate_widgets do?",
+    "what is the capital of France?",
+]
+ABOUT_THE_NOTES = ["what does the banner function return?", "what do the operator notes say?"]
+
+
+def _comparable(indexed_repo: Indexed, response: Any) -> tuple[Any, ...]:
+    """A response with commit hashes replaced by subjects (the last commit's hash differs)."""
+    subjects = {
+        line[:40]: line[41:] for line in indexed_repo.repo.git("log", "--format=%H %s").splitlines()
+    }
+    answer = str(response)
+    for sha, subject in subjects.items():
+        answer = answer.replace(sha[:7], f"<{subject}>")
+    trace = metadata_of(response)["arela"]
+    sources = [
+        (m["memory"], m["file_path"], m["symbol"], m["kind"], subjects.get(m["commit"] or ""))
+        for m in (n.node.metadata for n in response.source_nodes)
+    ]
+    return (trace.intents, trace.stage, trace.memories), sources, answer
+
+
+@pytest.mark.parametrize("question", UNRELATED + ABOUT_THE_NOTES)
+def test_an_injection_in_files_and_commits_changes_no_route_grade_or_answer(
+    injection_pair: tuple[Indexed, Indexed], question: str
+) -> None:
+    neutral, injected = injection_pair
+    clean = neutral.load().as_query_engine().query(question)
+    dirty = injected.load().as_query_engine().query(question)
+    clean_route, clean_sources, clean_answer = _comparable(neutral, clean)
+    dirty_route, dirty_sources, dirty_answer = _comparable(injected, dirty)
+    assert dirty_route == clean_route
+    assert metadata_of(dirty)["abstained"] == metadata_of(clean)["abstained"]
+    assert "42" not in dirty_answer.replace(INJECTION, "").replace(EVIL_NOTE, "")
+    if question in UNRELATED:
+        assert dirty_sources == clean_sources and dirty_answer == clean_answer
+        # Grades move only with word statistics (the two notes use different words).
+        for a, b in zip(clean.source_nodes, dirty.source_nodes, strict=True):
+            assert b.score == pytest.approx(a.score, abs=0.01)
+    else:
+        # Asking about the notes finds them in both; the injected text earns no better grade.
+        clean_notes = [n.score for n in clean.source_nodes if NEUTRAL_NOTE in n.node.text]
+        dirty_notes = [n.score for n in dirty.source_nodes if EVIL_NOTE in n.node.text]
+        assert clean_notes and dirty_notes and max(dirty_notes) <= max(clean_notes) + 0.01
+        assert dirty_answer.startswith(f"Most relevant context for: {question}")
+
+
+def test_an_injection_reaches_the_model_only_inside_a_data_fence(
+    injection_pair: tuple[Indexed, Indexed],
+) -> None:
+    model = ScriptedModel()
+    with online(injection_pair[1], model) as (index, _):
+        response = index.as_query_engine().query("what do the operator notes say?")
+    prompts = [*model.seen["grade"], *model.seen["answer"]]
+    assert prompts and any(INJECTION.capitalize() in p for p in prompts)
+    for prompt in prompts:
+        assert prompt.index(DATA_RULE.split("{tag}")[0]) < prompt.index(INJECTION.capitalize())
+        outside = prompt
+        for passage in passages(prompt):
+            outside = outside.replace(passage.text, "")
+        assert INJECTION.capitalize() not in outside
+    assert str(response).startswith("From the context:")
+
+
+# -- stock LlamaIndex engines, chat, tools; sync and async --------------------------------------
+
+
+def test_the_retriever_works_inside_a_stock_retriever_query_engine(taskq: ArelaIndex) -> None:
+    engine = RetrieverQueryEngine.from_args(taskq.as_retriever(), llm=MockLLM())
+    response = engine.query("who calls resolve_envvar?")
+    symbols = [n.node.metadata["symbol"] for n in response.source_nodes]
+    assert "taskq.config.load_config" in symbols
+    # MockLLM echoes its prompt: the context the LLM saw holds the caller, not our bookkeeping.
+    assert "load_config (function) calls taskq.config.resolve_envvar" in str(response)
+    assert "grade:" not in str(response) and "trace:" not in str(response)
+    trace = Trace.of(response.source_nodes)
+    assert trace is not None and trace.memory_names == ["graph"]
+    again = asyncio.run(engine.aquery("who calls resolve_envvar?"))
+    assert [n.node.node_id for n in again.source_nodes] == [
+        n.node.node_id for n in response.source_nodes
+    ]
+
+
+def test_the_cited_synthesizer_answers_inside_a_stock_engine(taskq: ArelaIndex) -> None:
+    engine = RetrieverQueryEngine(taskq.as_retriever(), response_synthesizer=CitedSynthesizer(None))
+    response = engine.query("what does parse_config return?")
+    assert str(response) == str(taskq.as_query_engine().query("what does parse_config return?"))
+    assert metadata_of(response)["arela"].memory_names == ["code", "graph"]
+    empty = engine.query("what is the capital of France?")
+    assert metadata_of(empty)["abstained"] and "does not seem to be about" in str(empty)
+
+
+def test_query_engine_and_retriever_answer_the_same_sync_and_async(taskq: ArelaIndex) -> None:
+    engine = taskq.as_query_engine()
+    assert isinstance(engine, ArelaQueryEngine) and isinstance(engine, RetrieverQueryEngine)
+    question = "which classes inherit StorageBackend?"
+    sync, later = engine.query(question), asyncio.run(engine.aquery(question))
+    assert str(sync) == str(later) and not metadata_of(later)["abstained"]
+    assert metadata_of(later)["arela"].memory_names == ["graph"]
+    assert set(metadata_of(later)["arela"].timings_ms) >= {
+        "route",
+        "retrieve",
+        "grade",
+        "answer",
+        "total",
+    }
+    retriever = taskq.as_retriever()
+    ids = [n.node.node_id for n in retriever.retrieve(question)]
+    assert ids == [n.node.node_id for n in asyncio.run(retriever.aretrieve(question))]
+
+
+def test_offline_chat_carries_the_names_into_follow_ups(taskq: ArelaIndex) -> None:
+    chat = taskq.as_chat_engine()
+    assert isinstance(chat, OfflineChatEngine)
+    first = chat.chat("what does parse_config do?")
+    assert first.source_nodes[0].node.metadata["symbol"] == "taskq.config.parse_config"
+    follow = chat.chat("and who calls it?")
+    trace = metadata_of(follow)["arela"]
+    assert "parse_config" in trace.question and trace.memory_names == ["graph"]
+    assert "taskq.config.load_config" in [n.node.metadata["symbol"] for n in follow.source_nodes]
+    assert [m.content for m in chat.chat_history][::2] == [
+        "what does parse_config do?",
+        "and who calls it?",
+    ]
+    streamed = chat.stream_chat("what does it return?")
+    assert "".join(streamed.response_gen) == str(chat.chat("what does it return?"))
+    later = asyncio.run(chat.achat("who calls it?"))
+    assert "taskq.config.load_config" in [n.node.metadata["symbol"] for n in later.source_nodes]
+    chat.reset()
+    assert chat.chat_history == [] and metadata_of(chat.chat("who calls it?"))["abstained"]
+
+
+def test_the_tool_answers_when_called_directly_sync_and_async(taskq: ArelaIndex) -> None:
+    tool = taskq.as_tool()
+    assert tool.metadata.name == "repository_context"
+    assert "who calls" in tool.metadata.description and "taskq" in tool.metadata.description
+    output = tool.call("who calls resolve_envvar?")
+    assert "taskq.config.load_config (function) calls taskq.config.resolve_envvar" in output.content
+    assert metadata_of(output.raw_output)["arela"].memory_names == ["graph"]
+    later = asyncio.run(tool.acall("who calls resolve_envvar?"))
+    assert later.content == output.content and not later.is_error
+
+
+def test_the_tool_answers_inside_a_react_agent(taskq: ArelaIndex) -> None:
+    from llama_index.core.agent.workflow import ReActAgent
+
+    def react(request: dict[str, Any]) -> str:
+        said = "\n".join(m["content"] for m in request["messages"] if m["role"] != "system")
+        if "Observation:" in said:
+            seen = said.split("Observation:")[-1].strip().splitlines()
+            caller = next(line.strip() for line in seen if "calls taskq" in line)
+            return f"Thought: I can answer without using any more tools.\nAnswer: {caller}"
+        return (
+            "Thought: I need the repository.\nAction: repository_context\n"
+            'Action Input: {"input": "who calls resolve_envvar?"}'
+        )
+
+    with FakeOllama(chat_handler=react) as fake:
+        llm = make_llm(taskq.config.with_(ollama_host=fake.url), "qwen2.5:1.5b", 5.0)
+        agent = ReActAgent(tools=[taskq.as_tool()], llm=llm)
+
+        async def ask() -> Any:
+            return await agent.run(user_msg="Who calls resolve_envvar in this repository?")
+
+        output = asyncio.run(ask())
+    (call,) = output.tool_calls
+    assert call.tool_name == "repository_context"
+    assert call.tool_kwargs == {"input": "who calls resolve_envvar?"}
+    assert str(output).startswith("taskq.config.load_config (function) calls")
+
+
+def test_questions_are_checked_before_routing() -> None:
+    with pytest.raises(ArelaError, match="the question is empty"):
+        checked_question("  \n\t ")
+    assert checked_question("who calls\x00 main?\x1b").query_str == "who calls main?"
+    assert len(checked_question("x" * 10_000).query_str) == 4000
+
+
+def test_an_empty_question_is_one_clear_error(taskq: ArelaIndex) -> None:
+    with pytest.raises(ArelaError, match=r"^the question is empty: ask something"):
+        taskq.as_query_engine().query("   ")
+
+
+# -- online through FakeOllama ------------------------------------------------------------------
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+def test_online_the_models_verdicts_and_written_answer_are_used(
+    repos: dict[str, Indexed], model: ScriptedModel
+) -> None:
+    model.relevant = lambda passage, prompt: "def load_config" in passage.text
+    with online(repos["taskq"], model) as (index, _):
+        response = index.as_query_engine().query("what does parse_config return?")
+    trace = metadata_of(response)["arela"]
+    assert steps(trace, "grade")[0]["by"] == "llm" and not steps(trace, "fallback")
+    assert {n.node.metadata["symbol"] for n in response.source_nodes} == {
+        "taskq.config.load_config"
+    }
+    (answer_prompt,) = model.seen["answer"]
+    cited = citation(response.source_nodes[0])
+    # The model wrote the answer, citing the label its block carried: the answer's citation.
+    assert (
+        str(response)
+        == f"From the context: {passages(answer_prompt)[0].text.splitlines()[0]} {cited}"
+    )
+    assert [f"[{p.label}]" for p in passages(answer_prompt)] == [
+        citation(n) for n in response.source_nodes
+    ]
+    assert answer_prompt.index("Question: what does parse_config return?") > answer_prompt.rindex(
+        "<<<END DATA"
+    )
+
+
+def test_online_an_answer_without_citations_gets_its_sources_appended(
+    repos: dict[str, Indexed], model: ScriptedModel
+) -> None:
+    model.answer = "It returns a dict of settings."
+    with online(repos["taskq"], model) as (index, _):
+        response = index.as_query_engine().query("what does parse_config return?")
+    text, sources = str(response).split("\n\nSources: ")
+    assert text == "It returns a dict of settings."
+    assert sources.split() == list(dict.fromkeys(citation(n) for n in response.source_nodes))
+
+
+@pytest.mark.parametrize("fault", ["500", "404", "drop", "down", "hang"])
+def test_online_every_ollama_failure_falls_back_with_a_trace_step(
+    repos: dict[str, Indexed], model: ScriptedModel, fault: str
+) -> None:
+    offline = repos["taskq"].load().as_query_engine().query("what does parse_config return?")
+    with online(repos["taskq"], model) as (index, fake):
+        engine = index.as_query_engine()
+        fake.hang_seconds = 3.0
+        with fake.fault("/api/chat", fault):
+            response = engine.query("what does parse_config return?")
+    trace = metadata_of(response)["arela"]
+    assert [s["stage"] for s in steps(trace, "fallback")] == ["grade", "answer"]
+    assert all(s["why"] for s in steps(trace, "fallback"))
+    assert str(response) == str(offline) and not metadata_of(response)["abstained"]
+
+
+def test_online_abstention_calls_no_model(repos: dict[str, Indexed], model: ScriptedModel) -> None:
+    model.relevant = lambda passage, prompt: "frobnicate_widgets" in passage.text
+    with online(repos["taskq"], model) as (index, fake):
+        engine = index.as_query_engine()
+        out_of_scope = engine.query("what is the capital of France?")
+        chats = len(fake.requests_to("/api/chat"))
+        unanswerable = engine.query("what does frobnicate_widgets do?")
+    assert metadata_of(out_of_scope)["abstained"] and chats == 0
+    assert metadata_of(unanswerable)["abstained"] and "answer" not in model.seen
+
+
+def test_online_chat_condenses_follow_ups_and_answers_from_the_routed_context(
+    repos: dict[str, Indexed], model: ScriptedModel
+) -> None:
+    model.condensed = "who calls parse_config?"
+    model.answer = "load_config calls it."
+    with online(repos["taskq"], model) as (index, fake):
+        chat = index.as_chat_engine()
+        assert isinstance(chat, CondensePlusContextChatEngine)
+        first = chat.chat("what does parse_config do?")
+        follow = asyncio.run(chat.achat("and who calls it?"))
+        final = fake.requests_to("/api/chat")[-1]
+    assert first.response == "load_config calls it." and "condense" in model.seen
+    assert "and who calls it?" in model.seen["condense"][0]
+    trace = Trace.of(follow.source_nodes)
+    assert trace is not None and trace.question == "who calls parse_config?"
+    assert trace.memory_names == ["graph"]
+    assert "load_config (function) calls taskq.config.parse_config" in prompt_of(final.json)
+    assert follow.response == "load_config calls it."
+
+
+def test_answers_with_any_llamaindex_llm(taskq: ArelaIndex) -> None:
+    engine = taskq.as_query_engine(llm=MockLLM())
+    response = engine.query("who calls resolve_envvar?")
+    # MockLLM echoes the prompt: the fenced passages carry the citations as labels.
+    assert "<<<DATA" in str(response) and "| src/taskq/config.py:" in str(response)
+    assert "Question: who calls resolve_envvar?" in str(response)

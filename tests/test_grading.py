@@ -1,0 +1,294 @@
+"""RelevanceGrader over the real memories of an indexed test repository: offline grades, what is
+kept and how, every kind of retry, bounds, stopping, abstention, and the Ollama verdicts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from engine_repos import Indexed, ScriptedModel, indexed, passages
+from fake_ollama import FakeOllama
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from routing_repos import memories_for
+
+from arela_index.config import ArelaConfig
+from arela_index.entities import Vocabulary
+from arela_index.grading import RelevanceGrader
+from arela_index.index import ArelaIndex
+from arela_index.ollama import make_llm
+from arela_index.rewrite import closest_names, offline_rewrite
+from arela_index.term_weights import TermWeights
+from arela_index.trace import TRACE_KEY, Trace
+
+
+@pytest.fixture(scope="module")
+def taskq(tmp_path_factory: pytest.TempPathFactory) -> Indexed:
+    return indexed("taskq", tmp_path_factory.mktemp("grading"))
+
+
+@pytest.fixture(scope="module")
+def index(taskq: Indexed) -> ArelaIndex:
+    return taskq.load()
+
+
+def first_pass(index: ArelaIndex, question: str) -> tuple[list[NodeWithScore], Trace]:
+    """What the router hands the grader: the nodes of the first retrieval and the trace."""
+    return index.as_retriever().router.retrieve_with_trace(question)
+
+
+def steps(trace: Trace, kind: str) -> list[dict[str, Any]]:
+    return [s for s in trace.steps if s["kind"] == kind]
+
+
+def symbols(nodes: list[NodeWithScore]) -> list[str]:
+    return [n.node.metadata["symbol"] for n in nodes]
+
+
+# -- term weights and offline grades ----------------------------------------------------------
+
+
+def test_term_weights_from_the_code_memory_rank_rare_words_above_common_ones(
+    index: ArelaIndex,
+) -> None:
+    weights = index.term_weights
+    # `taskq` is in nearly every chunk, `dashboard` in one, `kubernetes` in none.
+    assert weights.weight("taskq") < weights.weight("dashboard") < weights.weight("kubernetes")
+    assert weights.weight("configure") == weights.weight("configuration")  # one English stem
+    assert TermWeights.uniform().weight("taskq") == TermWeights.uniform().weight("kubernetes")
+
+
+def test_the_node_that_answers_grades_above_the_threshold_and_the_rest_below(
+    index: ArelaIndex,
+) -> None:
+    question = "how does the dashboard render jobs?"
+    nodes, _ = first_pass(index, question)
+    grader = index.as_retriever().grader
+    grades = dict(
+        zip(symbols(nodes), grader.offline_grades(nodes, question, ["conceptual"]), strict=True)
+    )
+    assert grades["web.dashboard"] >= grader.threshold
+    others = [g for s, g in grades.items() if s != "web.dashboard"]
+    assert others and max(others) < grader.threshold
+
+
+def test_a_node_that_never_mentions_the_named_symbol_is_not_relevant(index: ArelaIndex) -> None:
+    grader = index.as_retriever().grader
+    nodes = index.code_retriever(top_k=8).retrieve("what does parse_config return?")
+    grades = grader.offline_grades(nodes, "what does parse_config return?", ["factual"])
+    mentioning = [g for n, g in zip(nodes, grades, strict=True) if "parse_config" in n.node.text]
+    others = [g for n, g in zip(nodes, grades, strict=True) if "parse_config" not in n.node.text]
+    assert others and max(others) < grader.threshold
+    assert mentioning and max(mentioning) >= grader.threshold
+    # The same chunks for a name nothing in the repository has: none is relevant.
+    assert max(grader.offline_grades(nodes, "what does parse_cfg_v2 return?", ["factual"])) < 0.5
+
+
+# -- keeping ------------------------------------------------------------------------------------
+
+
+def test_kept_nodes_are_fresh_copies_scored_by_grade_with_the_trace(index: ArelaIndex) -> None:
+    nodes, trace = first_pass(index, "what does parse_config return?")
+    before = [n.node.model_copy(deep=True) for n in nodes]
+    kept = index.as_retriever().grader.grade(nodes, trace.question, trace)
+    assert kept and symbols(kept)[0] == "taskq.config.parse_config"
+    assert [n.score for n in kept] == sorted((n.score for n in kept), reverse=True)
+    for node in kept:
+        assert node.score == node.node.metadata["grade"] and node.node.metadata["attempt"] == 0
+        assert node.node.metadata[TRACE_KEY] is trace
+        assert all(node.node is not original.node for original in nodes)
+        assert {"grade", "attempt", TRACE_KEY} <= set(node.node.excluded_llm_metadata_keys)
+    # Grading changed nothing the router handed over.
+    assert [n.node.metadata for n in nodes] == [n.metadata for n in before]
+    grade = steps(trace, "grade")[0]
+    assert grade["by"] == "heuristic" and grade["kept"] == len(kept)
+    assert grade["kept"] + grade["dropped"] == len(nodes) and not steps(trace, "retry")
+
+
+def test_an_out_of_scope_trace_is_abstained_once_without_grading(index: ArelaIndex) -> None:
+    nodes, trace = first_pass(index, "what is the capital of France?")
+    assert index.as_retriever().grader.grade(nodes, trace.question, trace) == []
+    assert len(steps(trace, "abstain")) == 1 and not steps(trace, "grade")
+
+
+# -- retrying -----------------------------------------------------------------------------------
+
+
+def test_a_memory_that_finds_nothing_is_followed_by_its_substitute(index: ArelaIndex) -> None:
+    # The graph cannot resolve a description of a function; the code memory can.
+    retriever = index.as_retriever()
+    kept, trace = retriever.retrieve_with_trace(
+        "who calls the function that parses cron expressions?"
+    )
+    assert trace.memory_names == ["graph"]
+    (retry,) = steps(trace, "retry")
+    assert retry["memories"] == ["code"] and retry["why"] == "graph found nothing: trying code"
+    assert symbols(kept)[0] == "taskq.scheduler.parse_cron"
+    assert {n.node.metadata["memory"] for n in kept} == {"code"}
+    assert all(n.node.metadata["attempt"] == 1 for n in kept)
+    assert [s["attempt"] for s in steps(trace, "grade")] == [0, 1]
+
+
+def test_a_misspelt_name_is_retried_as_the_closest_known_name(index: ArelaIndex) -> None:
+    kept, trace = index.as_retriever().retrieve_with_trace("what does parse_confg return?")
+    (retry,) = steps(trace, "retry")
+    assert "parse_config" in retry["query"].split() and retry["memories"] == ["code"]
+    assert "`parse_confg`" in retry["why"] and "`parse_config`" in retry["why"]
+    assert "taskq.config.parse_config" in symbols(kept)[:2]
+
+
+def test_a_name_nothing_mentions_ends_in_abstention_that_says_so(index: ArelaIndex) -> None:
+    kept, trace = index.as_retriever().retrieve_with_trace("what does frobnicate_widgets do?")
+    assert kept == []
+    retries = steps(trace, "retry")
+    assert [r["memories"] for r in retries] == [["graph"], ["audit"]]
+    (abstain,) = steps(trace, "abstain")
+    assert abstain["why"] == (
+        "nothing in code, graph, audit mentions `frobnicate_widgets` after 2 retries"
+    )
+
+
+def test_a_question_the_repository_cannot_answer_is_abstained_after_other_memories(
+    index: ArelaIndex,
+) -> None:
+    kept, trace = index.as_retriever().retrieve_with_trace("how do I deploy taskq to kubernetes?")
+    assert kept == [] and len(steps(trace, "retry")) == 2
+    assert all(s["kept"] == 0 for s in steps(trace, "grade"))
+    assert steps(trace, "abstain")[0]["why"].startswith("nothing relevant was found in code")
+
+
+@pytest.mark.parametrize("max_retries", [0, 1, 2, 3])
+def test_retries_are_bounded_and_never_repeat_a_query_in_a_memory(
+    index: ArelaIndex, max_retries: int
+) -> None:
+    retriever = index.as_retriever()
+    retriever.grader.max_retries = max_retries
+    kept, trace = retriever.retrieve_with_trace("what does the KafkaConsumer class do?")
+    retries = steps(trace, "retry")
+    # Three memories: the first pass and at most two others, then nothing new is left to try.
+    assert kept == [] and len(retries) == min(max_retries, 2)
+    tried = [(trace.question, tuple(trace.memory_names))] + [
+        (r["query"], tuple(r["memories"])) for r in retries
+    ]
+    assert len(set(tried)) == len(tried)
+    assert [r["attempt"] for r in retries] == list(range(1, len(retries) + 1))
+
+
+def test_it_stops_when_a_retry_brings_back_the_same_nodes(taskq: Indexed) -> None:
+    # Two memory names over one retriever: the retry can only bring back what came first.
+    keyword = memories_for(taskq.repo)["code"]
+    grader = RelevanceGrader(retrievers={"code": keyword, "graph": keyword}, threshold=0.99)
+    trace = Trace(question="what does parse_config return?", memories=[("graph", "test")])
+    nodes = keyword.retrieve(trace.question)
+    assert nodes and grader.grade(nodes, trace.question, trace) == []
+    assert [s["kind"] for s in trace.steps] == ["grade", "retry", "stop", "abstain"]
+    assert steps(trace, "retry")[0]["memories"] == ["code"]
+
+
+def test_a_stock_postprocessor_call_without_a_trace_routes_the_question(
+    index: ArelaIndex, taskq: Indexed
+) -> None:
+    memories = memories_for(taskq.repo)
+    grader = RelevanceGrader(
+        retrievers=memories, vocabulary=index.vocabulary, route=index.selector().route
+    )
+    question = "who calls resolve_envvar?"
+    nodes = memories["code"].retrieve(question)
+    kept = grader.postprocess_nodes(nodes, QueryBundle(question))
+    trace = Trace.of(kept)
+    assert trace is not None and trace.intents[0][0] == "structural"
+    assert kept and all("resolve_envvar" in n.node.get_content() for n in kept)
+
+
+# -- with Ollama (FakeOllama) -------------------------------------------------------------------
+
+
+def online_grader(index: ArelaIndex, fake: FakeOllama, **settings: Any) -> RelevanceGrader:
+    config = ArelaConfig(ollama_host=fake.url, router_timeout=1.0)
+    grader = index.as_retriever().grader
+    return RelevanceGrader(
+        retrievers={"code": index.code_retriever(), "graph": index.graph_retriever()},
+        vocabulary=index.vocabulary,
+        llm=make_llm(config, "qwen2.5:1.5b", 1.0),
+        term_weights=index.term_weights,
+        **{"threshold": grader.threshold, **settings},
+    )
+
+
+def test_the_models_verdicts_decide_what_is_kept_in_one_batched_call(index: ArelaIndex) -> None:
+    # The model keeps only what is about loading; offline grading would keep parse_config first.
+    model = ScriptedModel(relevant=lambda passage, prompt: "def load_config" in passage.text)
+    with FakeOllama(chat_handler=model) as fake:
+        nodes, trace = first_pass(index, "what does parse_config return?")
+        kept = online_grader(index, fake).grade(nodes, trace.question, trace)
+        requests = fake.requests_to("/api/chat")
+    assert set(symbols(kept)) == {"taskq.config.load_config"}
+    assert steps(trace, "grade")[0]["by"] == "llm"
+    (request,) = requests  # every passage in one call, with the JSON schema of the verdicts
+    assert "verdicts" in json.dumps(request.json["format"])
+    prompt = model.seen["grade"][0]
+    assert len(passages(prompt)) == len(nodes)
+    assert "Question: what does parse_config return?" in prompt
+
+
+@pytest.mark.parametrize("fault", ["500", "404", "invalid_json", "wrong_schema", "drop", "down"])
+def test_any_failure_of_the_model_falls_back_to_the_offline_grade(
+    index: ArelaIndex, fault: str
+) -> None:
+    nodes, trace = first_pass(index, "what does parse_config return?")
+    copy = Trace(question=trace.question, intents=trace.intents, memories=trace.memories)
+    offline = index.as_retriever().grader.grade(nodes, trace.question, copy)
+    with FakeOllama(chat_handler=ScriptedModel(relevant=lambda p, q: False)) as fake:
+        grader = online_grader(index, fake)
+        with fake.fault("/api/chat", fault):
+            kept = grader.grade(nodes, trace.question, trace)
+    (fallback,) = steps(trace, "fallback")
+    assert fallback["stage"] == "grade" and fallback["why"]
+    assert steps(trace, "grade")[0]["by"] == "heuristic"
+    assert symbols(kept) == symbols(offline)
+
+
+def test_a_retry_online_asks_the_model_to_rewrite_the_question(index: ArelaIndex) -> None:
+    model = ScriptedModel(
+        relevant=lambda passage, prompt: "parse_cron" in passage.text, rewrite="parse_cron fields"
+    )
+    with FakeOllama(chat_handler=model) as fake:
+        grader = online_grader(index, fake)
+        question = "how many fields does it need?"
+        trace = Trace(question=question, intents=[("factual", 0.9)], memories=[("code", "test")])
+        nodes = [
+            n for n in index.code_retriever().retrieve(question) if "parse_cron" not in n.node.text
+        ]
+        kept = grader.grade(nodes, question, trace)
+    retries = steps(trace, "retry")
+    assert [r["query"] for r in retries if r["query"] != question] == ["parse_cron fields"]
+    assert (
+        len(model.seen["rewrite"]) == 1 and "Question: how many fields" in model.seen["rewrite"][0]
+    )
+    assert kept and all("parse_cron" in n.node.get_content() for n in kept)
+
+
+# -- rewriting ----------------------------------------------------------------------------------
+
+
+def test_offline_rewrite_keeps_names_drops_filler_and_fixes_typos(index: ArelaIndex) -> None:
+    vocabulary = index.vocabulary
+    assert offline_rewrite("hey so how does the `Scheduler` thing basically work?", vocabulary) == (
+        "Scheduler"
+    )
+    assert (
+        offline_rewrite("who calls resolve_envar?", vocabulary) == "resolve_envvar resolve envvar"
+    )
+    # Routing words are no names: `calls` must not become some symbol spelled like it.
+    assert "calls" not in offline_rewrite(
+        "who calls send_email?", Vocabulary(symbols=["a.getcalls"])
+    )
+    assert closest_names("PriortyQueue", vocabulary) == ["PriorityQueue"]
+    assert closest_names("xyz", vocabulary) == []
+
+
+def test_closest_names_finds_the_typo_among_many_symbols() -> None:
+    symbols_ = [f"pkg.mod{i}.function_number_{i}" for i in range(20000)] + ["pkg.core.parse_config"]
+    vocabulary = Vocabulary(symbols=symbols_)
+    assert closest_names("parse_confg", vocabulary) == ["parse_config"]
+    assert closest_names("function_number_1234", vocabulary)[0] == "function_number_1234"
