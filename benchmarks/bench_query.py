@@ -1,0 +1,142 @@
+"""End-to-end offline query latency, retries, hit@5 and abstention on a real repository.
+
+    python benchmarks/bench_query.py [--repo /work/bench-repos/pytest]
+        [--index /work/bench-repos/pytest-index] [--questions benchmarks/questions_pytest_mixed.jsonl]
+        [--rounds 5] [--rebuild] [--verbose]
+
+Builds the repository's index once (offline) into `--index` (outside the repository), then asks
+every labeled question through `ArelaIndex.as_retriever()` (route + retrieve + grade) and
+`as_query_engine()` (the same, plus the offline cited answer). Prints latency (median, p95) of
+both, the share of questions the grader retried, hit@5 of the expected files, symbols or
+commits, abstention accuracy, and routing accuracy. Targets offline: route + retrieve + grade
+≤30 ms median, ≤100 ms p95.
+
+The question set is JSON lines, one object per question: `question`, `intent` (an intent,
+`out_of_scope`, or `unanswerable` for in-scope phrasing the repository cannot answer),
+`memories` (the expected route, a set), `abstain` (bool), and the expected `files`, `symbols`
+(qualified names) and `commits` (abbreviated hashes); a source matches when any of them does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore
+
+HERE = Path(__file__).resolve().parent
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def matches(node: NodeWithScore, item: dict[str, Any]) -> bool:
+    """Whether a source is one the question expects: one of its commits when it names commits
+    (a history question is answered by the commit, not by the file), else a file or symbol."""
+    meta = node.node.metadata
+    if item["commits"]:
+        commit = str(meta.get("commit") or "")
+        return bool(commit) and any(commit.startswith(c) for c in item["commits"])
+    return meta.get("file_path") in item["files"] or meta.get("symbol") in item["symbols"]
+
+
+def load_questions(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def open_index(repo: Path, index: Path, rebuild: bool) -> Any:
+    from arela_index.index import ArelaIndex
+
+    if rebuild or not (index / "CURRENT").exists():
+        started = time.perf_counter()
+        built = ArelaIndex.build(repo, persist_dir=str(index), offline=True)
+        print(f"built the index in {time.perf_counter() - started:.1f} s into {index}")
+        return built
+    return ArelaIndex.load(index, offline=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, default=Path("/work/bench-repos/pytest"))
+    parser.add_argument("--index", type=Path, default=Path("/work/bench-repos/pytest-index"))
+    parser.add_argument("--questions", type=Path, default=HERE / "questions_pytest_mixed.jsonl")
+    parser.add_argument("--rounds", type=int, default=5, help="timed passes over the questions")
+    parser.add_argument("--rebuild", action="store_true", help="build the index even if it exists")
+    parser.add_argument("--verbose", action="store_true", help="one line per question")
+    args = parser.parse_args()
+
+    questions = load_questions(args.questions)
+    index = open_index(args.repo, args.index, args.rebuild)
+    retriever = index.as_retriever()
+    engine = index.as_query_engine()
+    for item in questions[:3]:  # warm caches (prototypes, BM25, the static model)
+        retriever.retrieve(item["question"])
+
+    results = []
+    for item in questions:
+        nodes, trace = retriever.retrieve_with_trace(item["question"])
+        results.append((item, nodes, trace))
+
+    grade_ms: list[float] = []
+    answer_ms: list[float] = []
+    for _ in range(args.rounds):
+        for item in questions:
+            started = time.perf_counter()
+            retriever.retrieve(item["question"])
+            grade_ms.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            engine.query(item["question"])
+            answer_ms.append((time.perf_counter() - started) * 1000)
+
+    answerable = [r for r in results if not r[0]["abstain"]]
+    hits = [r for r in answerable if any(matches(n, r[0]) for n in r[1][:5])]
+    abstain_right = sum(bool(not nodes) == item["abstain"] for item, nodes, _ in results)
+    wrongly_abstained = sum(not nodes for _, nodes, _ in answerable)
+    retried = [r for r in results if any(s.get("kind") == "retry" for s in r[2].steps)]
+    routed = [r for r in results if set(r[2].memory_names) == set(r[0]["memories"])]
+
+    if args.verbose:
+        for item, nodes, trace in results:
+            hit = (
+                "abstain"
+                if not nodes
+                else ("hit" if any(matches(n, item) for n in nodes[:5]) else "miss")
+            )
+            retries = sum(s.get("kind") == "retry" for s in trace.steps)
+            print(
+                f"{item['id']:9} {hit:7} retries={retries} route={','.join(trace.memory_names) or '-':12}"
+                f" kept={len(nodes)}  {item['question']}"
+            )
+        print()
+
+    n = len(questions)
+    print(f"repository               {args.repo} ({len(index.manifest.files)} files)")
+    print(f"questions                {n} ({args.rounds} timed rounds)")
+    print(
+        f"route+retrieve+grade     median {statistics.median(grade_ms):.1f} ms, "
+        f"p95 {percentile(grade_ms, 0.95):.1f} ms (targets ≤30 ms, ≤100 ms)"
+    )
+    print(
+        f"with the offline answer  median {statistics.median(answer_ms):.1f} ms, "
+        f"p95 {percentile(answer_ms, 0.95):.1f} ms"
+    )
+    print(f"retried                  {len(retried) / n:.1%} ({len(retried)}/{n})")
+    print(
+        f"hit@5                    {len(hits) / len(answerable):.1%} "
+        f"({len(hits)}/{len(answerable)} answerable questions)"
+    )
+    print(
+        f"abstention accuracy      {abstain_right / n:.1%} ({abstain_right}/{n}; "
+        f"{wrongly_abstained} answerable abstained)"
+    )
+    print(f"routing accuracy         {len(routed) / n:.1%} ({len(routed)}/{n}, memories as a set)")
+
+
+if __name__ == "__main__":
+    main()
