@@ -169,13 +169,14 @@ class ArelaIndex:
             embed_model=self.embed_model,
         )
 
-    def as_retriever(self, top_k: int | None = None, **_: Any) -> Any:
+    def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> Any:
         """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
         from arela_index.engines import ArelaRetriever
         from arela_index.grading import RelevanceGrader
         from arela_index.retrievers.router import build_router
 
-        top_k = top_k or self.config.top_k
+        # LlamaIndex users say `similarity_top_k`; it means the same here.
+        top_k = top_k or kwargs.get("similarity_top_k") or self.config.top_k
         available = set(self.available_memories())
         retrievers = {
             name: make(top_k)
@@ -206,12 +207,12 @@ class ArelaIndex:
         )
         return ArelaRetriever(router, grader)
 
-    def as_query_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
+    def as_query_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
         """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
         from arela_index.engines import ArelaQueryEngine, CitedSynthesizer
 
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
-        return ArelaQueryEngine(self.as_retriever(top_k), CitedSynthesizer(llm))
+        return ArelaQueryEngine(self.as_retriever(top_k, **kwargs), CitedSynthesizer(llm))
 
     def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
         """Condense + context chat over the routed retriever (offline: name carry-over, cited context)."""

@@ -380,6 +380,13 @@ def test_query_engine_and_retriever_answer_the_same_sync_and_async(taskq: ArelaI
     assert ids == [n.node.node_id for n in asyncio.run(retriever.aretrieve(question))]
 
 
+def test_top_k_is_honoured_under_its_llamaindex_name_too(taskq: ArelaIndex) -> None:
+    question = "what does parse_config return?"
+    assert len(taskq.as_retriever().retrieve(question)) > 2
+    assert len(taskq.as_retriever(similarity_top_k=2).retrieve(question)) == 2
+    assert len(taskq.as_query_engine(top_k=1).query(question).source_nodes) == 1
+
+
 def test_offline_chat_carries_the_names_into_follow_ups(taskq: ArelaIndex) -> None:
     chat = taskq.as_chat_engine()
     assert isinstance(chat, OfflineChatEngine)
