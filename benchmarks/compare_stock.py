@@ -351,7 +351,8 @@ def main() -> None:
     repo, persist_dir = args.repo.resolve(), args.persist_dir.resolve()
     if persist_dir.is_relative_to(PROJECT):
         sys.exit("compare_stock: keep the benchmark index outside the project (--persist-dir)")
-    questions = load_golden(args.questions or default_questions())
+    source = args.questions or default_questions()
+    questions = load_golden(source)
     k = args.top_k
 
     started = time.perf_counter()
@@ -376,7 +377,7 @@ def main() -> None:
     print(f"repository  {repo} ({len(index.manifest.files)} files; arela index {how})")
     counts = {c: sum(category(q) == c for q in questions) for c in CATEGORIES}
     print(
-        f"questions   {args.questions or default_questions()} ({len(questions)}: "
+        f"questions   {source} ({len(questions)}: "
         + ", ".join(f"{c} {n}" for c, n in counts.items())
         + f"), top-k {k}, {args.rounds} rounds"
     )
