@@ -208,19 +208,23 @@ class RelevanceGrader(BaseNodePostprocessor):
         attempt: int,
     ) -> list[NodeWithScore]:
         with trace.time("grade"):
-            grades = self.offline_grades(nodes, question, intents)
+            graded = self._graded(nodes, question, intents)
             if query != question:  # a rewrite may have corrected a name the question misspelt
-                again = self.offline_grades(nodes, query, intents)
-                grades = [max(g) for g in zip(grades, again, strict=True)]
+                again = self._graded(nodes, query, intents)
+                graded = [
+                    (max(a[0], b[0]), a[1] or b[1]) for a, b in zip(graded, again, strict=True)
+                ]
+            grades = [grade for grade, _ in graded]
             verdicts = (
                 self._llm_verdicts(nodes, question, trace)
                 if self._llm is not None and nodes
                 else None
             )
             kept: list[NodeWithScore] = []
-            for node, grade in zip(nodes, grades, strict=True):
+            for node, (grade, named) in zip(nodes, graded, strict=True):
+                # A model's yes still needs the names asked about: small models say yes a lot.
                 relevant = (
-                    verdicts[node.node.node_id]
+                    verdicts[node.node.node_id] and named
                     if verdicts and node.node.node_id in verdicts
                     else grade >= self.threshold
                 )
@@ -244,6 +248,12 @@ class RelevanceGrader(BaseNodePostprocessor):
         self, nodes: Sequence[NodeWithScore], question: str, intents: Sequence[str]
     ) -> list[float]:
         """Each node's grade in [0, 1] for `question`, without any model."""
+        return [grade for grade, _ in self._graded(nodes, question, intents)]
+
+    def _graded(
+        self, nodes: Sequence[NodeWithScore], question: str, intents: Sequence[str]
+    ) -> list[tuple[float, bool]]:
+        """(grade, whether the node mentions a name the question asks about, if it names any)."""
         terms = content_terms(question)
         weights = [self._weights.weight(t) for t in terms]
         stems = TermWeights.stems(terms)
@@ -260,9 +270,8 @@ class RelevanceGrader(BaseNodePostprocessor):
             memory = str(meta.get("memory"))
             fit = max((_FIT.get(i, _DEFAULT_FIT).get(memory, 0.3) for i in intents), default=0.5)
             grade = score_w * float(node.score or 0.0) + coverage_w * coverage + fit_w * fit
-            if names and not _mentions(text.lower(), set(tokens), names):
-                grade *= _NAME_MISSING
-            out.append(min(1.0, grade))
+            named = not names or _mentions(text.lower(), set(tokens), names)
+            out.append((min(1.0, grade if named else grade * _NAME_MISSING), named))
         return out
 
     def _llm_verdicts(

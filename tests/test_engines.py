@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +35,7 @@ from arela_index.engines import (
     CitedSynthesizer,
     OfflineChatEngine,
     checked_question,
+    searched,
 )
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
@@ -247,6 +249,22 @@ def online(repo: Indexed, model: ScriptedModel) -> Iterator[tuple[ArelaIndex, Fa
         assert index.runtime.online
         yield index, fake
     forget_probes()
+
+
+def test_a_folder_without_history_answers_from_the_memories_it_has(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text(
+        'def load_config(path):\n    """Read the settings file."""\n    return open(path).read()\n'
+        '\n\ndef main():\n    return load_config("app.conf")\n'
+    )
+    index = ArelaIndex.build(tmp_path, persist_dir=str(tmp_path / "index"), offline=True)
+    assert index.available_memories() == ["code", "graph"]
+    engine = index.as_query_engine()
+    history = engine.query("who changed load_config last week?")
+    assert metadata_of(history)["arela"].memory_names == ["code"]
+    assert "audit" not in searched(metadata_of(history)["arela"])
+    callers = engine.query("who calls load_config?")
+    assert "src.app.main" in [n.node.metadata["symbol"] for n in callers.source_nodes]
 
 
 # -- repository text is data --------------------------------------------------------------------
@@ -521,7 +539,7 @@ def test_online_every_ollama_failure_falls_back_with_a_trace_step(
 
 
 def test_online_abstention_calls_no_model(repos: dict[str, Indexed], model: ScriptedModel) -> None:
-    model.relevant = lambda passage, prompt: "frobnicate_widgets" in passage.text
+    # The model says yes to everything; no passage names what was asked for.
     with online(repos["taskq"], model) as (index, fake):
         engine = index.as_query_engine()
         out_of_scope = engine.query("what is the capital of France?")
