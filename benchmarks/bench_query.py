@@ -7,9 +7,10 @@
 Builds the repository's index once (offline) into `--index` (outside the repository), then asks
 every labeled question through `ArelaIndex.as_retriever()` (route + retrieve + grade) and
 `as_query_engine()` (the same, plus the offline cited answer). Prints latency (median, p95) of
-both, the share of questions the grader retried, hit@5 of the expected files, symbols or
+route + retrieve + grade the first time each question is asked and when asked again, and of the
+whole answer; the share of questions the grader retried, hit@5 of the expected files, symbols or
 commits, abstention accuracy, and routing accuracy. Targets offline: route + retrieve + grade
-≤30 ms median, ≤100 ms p95.
+≤30 ms median, ≤100 ms p95. The machine's other load shows in the figures: run it on a quiet one.
 
 The question set is JSON lines, one object per question: `question`, `intent` (an intent,
 `out_of_scope`, or `unanswerable` for in-scope phrasing the repository cannot answer),
@@ -23,6 +24,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,17 @@ def matches(node: NodeWithScore, item: dict[str, Any]) -> bool:
         commit = str(meta.get("commit") or "")
         return bool(commit) and any(commit.startswith(c) for c in item["commits"])
     return meta.get("file_path") in item["files"] or meta.get("symbol") in item["symbols"]
+
+
+def timed(ask: Callable[[str], Any], questions: list[dict[str, Any]], rounds: int) -> list[float]:
+    """Milliseconds per question over `rounds` passes."""
+    spent = []
+    for _ in range(rounds):
+        for item in questions:
+            started = time.perf_counter()
+            ask(item["question"])
+            spent.append((time.perf_counter() - started) * 1000)
+    return spent
 
 
 def load_questions(path: Path) -> list[dict[str, Any]]:
@@ -75,24 +88,20 @@ def main() -> None:
     index = open_index(args.repo, args.index, args.rebuild)
     retriever = index.as_retriever()
     engine = index.as_query_engine()
-    for item in questions[:3]:  # warm caches (prototypes, BM25, the static model)
-        retriever.retrieve(item["question"])
+    # Load what every query needs once (BM25, the static model, the graph), as a server would.
+    for warm in ("who calls main?", "what does the config do?", "what changed last week?"):
+        retriever.retrieve(warm)
 
     results = []
+    first_ms: list[float] = []  # each question asked for the first time: nothing cached for it
     for item in questions:
+        started = time.perf_counter()
         nodes, trace = retriever.retrieve_with_trace(item["question"])
+        first_ms.append((time.perf_counter() - started) * 1000)
         results.append((item, nodes, trace))
 
-    grade_ms: list[float] = []
-    answer_ms: list[float] = []
-    for _ in range(args.rounds):
-        for item in questions:
-            started = time.perf_counter()
-            retriever.retrieve(item["question"])
-            grade_ms.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            engine.query(item["question"])
-            answer_ms.append((time.perf_counter() - started) * 1000)
+    grade_ms = timed(lambda q: retriever.retrieve(q), questions, args.rounds)
+    answer_ms = timed(lambda q: engine.query(q), questions, args.rounds)
 
     answerable = [r for r in results if not r[0]["abstain"]]
     hits = [r for r in answerable if any(matches(n, r[0]) for n in r[1][:5])]
@@ -118,14 +127,16 @@ def main() -> None:
     n = len(questions)
     print(f"repository               {args.repo} ({len(index.manifest.files)} files)")
     print(f"questions                {n} ({args.rounds} timed rounds)")
-    print(
-        f"route+retrieve+grade     median {statistics.median(grade_ms):.1f} ms, "
-        f"p95 {percentile(grade_ms, 0.95):.1f} ms (targets ≤30 ms, ≤100 ms)"
-    )
-    print(
-        f"with the offline answer  median {statistics.median(answer_ms):.1f} ms, "
-        f"p95 {percentile(answer_ms, 0.95):.1f} ms"
-    )
+    for label, values in (
+        ("route+retrieve+grade", first_ms),
+        ("  asked again", grade_ms),
+        ("with the offline answer", answer_ms),
+    ):
+        print(
+            f"{label:24} median {statistics.median(values):.1f} ms, "
+            f"p95 {percentile(values, 0.95):.1f} ms"
+            + (" (targets ≤30 ms, ≤100 ms)" if values is first_ms else "")
+        )
     print(f"retried                  {len(retried) / n:.1%} ({len(retried)}/{n})")
     print(
         f"hit@5                    {len(hits) / len(answerable):.1%} "
