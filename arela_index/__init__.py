@@ -24,6 +24,7 @@ _EXPORTS = {
     "ArelaIndex": "arela_index.index",
     "ArelaConfig": "arela_index.config",
     "ArelaError": "arela_index.errors",
+    "Answer": "arela_index.display",
     "ArelaSelector": "arela_index.selectors.arela_selector",
     "CodeMemoryRetriever": "arela_index.retrievers.code",
     "CodeGraphRetriever": "arela_index.retrievers.graph",
@@ -32,6 +33,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from arela_index.config import ArelaConfig
+    from arela_index.display import Answer
     from arela_index.errors import ArelaError
     from arela_index.index import ArelaIndex
     from arela_index.retrievers.audit import AuditLogRetriever
@@ -50,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Answer",
     "ArelaConfig",
     "ArelaError",
     "ArelaIndex",

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from arela_index.languages import detect_language, is_doc
-from arela_index.scanner import _git as git
-from arela_index.scanner import git_head
+from arela_index.scanner import git, git_head
 
 _RECORD = b"\x00\x1e"
 # Fields end with NUL, which no commit message or text patch line can contain.

@@ -144,7 +144,8 @@ def resolve_root(path: str | os.PathLike[str]) -> Path:
     return root.resolve()
 
 
-def _git(root: Path, *args: str) -> bytes | None:
+def git(root: Path, *args: str) -> bytes | None:
+    """Output of a git command run in `root`, or None when git fails or is missing."""
     try:
         done = subprocess.run(
             ["git", "-C", str(root), *args], capture_output=True, timeout=120, check=False
@@ -155,14 +156,14 @@ def _git(root: Path, *args: str) -> bytes | None:
 
 
 def git_head(root: Path) -> str | None:
-    out = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    out = git(root, "rev-parse", "--verify", "-q", "HEAD")
     return out.decode().strip() or None if out else None
 
 
 def _git_paths(root: Path) -> list[bytes] | None:
-    if _git(root, "rev-parse", "--is-inside-work-tree") is None:
+    if git(root, "rev-parse", "--is-inside-work-tree") is None:
         return None
-    out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if out is None:
         return None
     return sorted({p for p in out.split(b"\0") if p})
@@ -195,11 +196,22 @@ def _walk_paths(root: Path) -> Iterator[bytes]:
                 dirs.remove(d)
 
 
+def _arelaignore(root: Path) -> list[str]:
+    """Patterns of `<root>/.arelaignore`: files to keep out of the index but not out of git
+    (golden question sets, fixtures that quote questions, ...)."""
+    try:
+        return (root / ".arelaignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
 class _Rules:
     def __init__(self, config: ArelaConfig, root: Path, persist: Path | None) -> None:
         self.config = config
         self.root = root
-        self.exclude = pathspec.PathSpec.from_lines("gitwildmatch", config.exclude)
+        self.exclude = pathspec.PathSpec.from_lines(
+            "gitwildmatch", [*config.exclude, *_arelaignore(root)]
+        )
         self.include = (
             pathspec.PathSpec.from_lines("gitwildmatch", config.include) if config.include else None
         )

@@ -97,6 +97,10 @@ class Trace(BaseModel):
                 lines.append(f"{label if i == 0 else '':<{width}}  {value}".rstrip())
         return "\n".join(lines)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython in a terminal: the readable trace rather than the one-line repr.
+        printer.text(self.to_text())
+
     def _repr_html_(self) -> str:
         cells = "".join(
             f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(label)}</th>"

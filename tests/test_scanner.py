@@ -165,6 +165,21 @@ def test_exclude_and_include_patterns(git_repo: GitRepo) -> None:
     ] == ["src/a.py", "src/b.py"]
 
 
+def test_arelaignore_keeps_tracked_files_out_of_the_index(git_repo: GitRepo) -> None:
+    git_repo.commit(
+        {
+            ".arelaignore": "examples/golden*.yaml\n",
+            "examples/golden_set.yaml": "q\n",
+            "examples/demo.py": "x = 1\n",
+        }
+    )
+    result = scan_repository(git_repo.root)
+    assert [f.path for f in result.files] == ["examples/demo.py"]
+    assert {s.path: s.reason for s in result.skipped}["examples/golden_set.yaml"].startswith(
+        "excluded"
+    )
+
+
 def test_bad_paths_give_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(ArelaError, match="no such folder"):
         scan_repository(tmp_path / "missing")
