@@ -20,6 +20,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["offline"] = True
     if getattr(args, "top_k", None):
         settings["top_k"] = args.top_k
+    if getattr(args, "exclude", None):
+        settings["exclude"] = tuple(args.exclude)
     return settings
 
 
@@ -115,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index.add_argument(
         "--refresh", action="store_true", help="re-read only what changed since the last build"
+    )
+    index.add_argument(
+        "--exclude",
+        action="append",
+        metavar="PATTERN",
+        help="gitignore-style pattern to leave out (repeatable; also read from REPO/.arelaignore)",
     )
     index.set_defaults(func=cmd_index)
 
