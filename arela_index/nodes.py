@@ -94,11 +94,12 @@ def make_node(
 
 def fresh(node: BaseNode, score: float | None, **extra: Any) -> NodeWithScore:
     """A copy a caller may mutate without touching the stored node; `extra` goes to hidden keys."""
-    copy = node.model_copy(deep=True)
-    if extra:
-        copy.metadata.update(extra)
-        copy.excluded_llm_metadata_keys = sorted({*copy.excluded_llm_metadata_keys, *extra})
-        copy.excluded_embed_metadata_keys = sorted({*copy.excluded_embed_metadata_keys, *extra})
+    # Metadata values are plain scalars (and the shared per-query trace), so copying the dict and
+    # the key lists is enough: a deep copy costs more than the retrieval itself.
+    copy = node.model_copy()
+    copy.metadata = {**node.metadata, **extra}
+    copy.excluded_llm_metadata_keys = sorted({*node.excluded_llm_metadata_keys, *extra})
+    copy.excluded_embed_metadata_keys = sorted({*node.excluded_embed_metadata_keys, *extra})
     return NodeWithScore(node=copy, score=score)
 
 
