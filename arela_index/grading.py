@@ -67,6 +67,7 @@ class Attempt:
     query: str
     memories: tuple[str, ...]
     why: str = field(default="", compare=False)
+    split: tuple[str, ...] = ()  # one sub-search per name, fused
 
 
 class RelevanceGrader(BaseNodePostprocessor):
@@ -152,7 +153,7 @@ class RelevanceGrader(BaseNodePostprocessor):
         tried = [Attempt(question, tuple(trace.memory_names))]
         seen = [frozenset(_ids(nodes))]
         pool = list(nodes)
-        kept = self._judge(nodes, question, question, intents, trace, attempt=0)
+        kept = self._judge([(question, nodes)], question, intents, trace, attempt=0)
         retries = kept_at = 0
         while len(kept) < self.min_relevant and retries < self.max_retries:
             plan = self._plan(question, intents, trace, tried, pool)
@@ -167,13 +168,14 @@ class RelevanceGrader(BaseNodePostprocessor):
                 memories=list(plan.memories),
                 why=plan.why,
             )
-            found = self._fetch(plan, question, trace)
+            groups = self._fetch(plan, question, trace)
+            found = [node for _, nodes_ in groups for node in nodes_]
             if found and frozenset(_ids(found)) in seen:
                 trace.add_step("stop", why="the retry brought back the same results")
                 break
             seen.append(frozenset(_ids(found)))
             pool.extend(found)
-            kept = self._judge(found, question, plan.query, intents, trace, attempt=retries)
+            kept = self._judge(groups, question, intents, trace, attempt=retries)
             kept_at = retries
         if not kept:
             trace.add_step("abstain", why=self._why_nothing(question, tried, pool))
@@ -182,7 +184,10 @@ class RelevanceGrader(BaseNodePostprocessor):
             for n in kept
         ]
 
-    def _fetch(self, plan: Attempt, question: str, trace: Trace) -> list[NodeWithScore]:
+    def _fetch(
+        self, plan: Attempt, question: str, trace: Trace
+    ) -> list[tuple[str, list[NodeWithScore]]]:
+        """What the attempt retrieved, with the query each part is graded against."""
         if self._router is None:
             from arela_index.retrievers.router import build_router
 
@@ -192,28 +197,37 @@ class RelevanceGrader(BaseNodePostprocessor):
                 self._retrievers.get("audit"),
                 top_k=self.top_k,
             )
+        memories = list(plan.memories)
+        if plan.split:  # each name searched and graded on its own: fusion would rank one lower
+            subs = [_about(plan.query, name, plan.split) for name in plan.split]
+            return [(sub, self._router.retrieve_from(memories, sub, trace)) for sub in subs]
         # A comparison is still split per compared entity, unless the query was rewritten.
         compared = trace.compared if plan.query == question else ()
-        return self._router.retrieve_from(list(plan.memories), plan.query, trace, compared)
+        return [(plan.query, self._router.retrieve_from(memories, plan.query, trace, compared))]
 
     # -- grading --------------------------------------------------------------------------------
 
     def _judge(
         self,
-        nodes: Sequence[NodeWithScore],
+        groups: Sequence[tuple[str, Sequence[NodeWithScore]]],
         question: str,
-        query: str,
         intents: list[str],
         trace: Trace,
         attempt: int,
     ) -> list[NodeWithScore]:
+        """Keep the relevant nodes of each (query, nodes) group; a node counts once, at its best."""
         with trace.time("grade"):
-            graded = self._graded(nodes, question, intents)
-            if query != question:  # a rewrite may have corrected a name the question misspelt
-                again = self._graded(nodes, query, intents)
-                graded = [
-                    (max(a[0], b[0]), a[1] or b[1]) for a, b in zip(graded, again, strict=True)
-                ]
+            nodes: list[NodeWithScore] = []
+            graded: list[tuple[float, bool]] = []
+            for query, group in groups:
+                marks = self._graded(group, question, intents)
+                if query != question:  # a rewrite may have corrected a misspelt name
+                    again = self._graded(group, query, intents)
+                    marks = [
+                        (max(a[0], b[0]), a[1] or b[1]) for a, b in zip(marks, again, strict=True)
+                    ]
+                nodes.extend(group)
+                graded.extend(marks)
             grades = [grade for grade, _ in graded]
             verdicts = (
                 self._llm_verdicts(nodes, question, trace)
@@ -234,6 +248,10 @@ class RelevanceGrader(BaseNodePostprocessor):
             if all(k.node.metadata.get("kind") == "summary" for k in kept):
                 kept = []
             kept.sort(key=lambda n: -(n.score or 0.0))
+            best: dict[str, NodeWithScore] = {}
+            for node in kept:  # a node two groups found counts once, at its best grade
+                best.setdefault(node.node.node_id, node)
+            kept = list(best.values())
         trace.add_step(
             "grade",
             attempt=attempt,
@@ -328,6 +346,15 @@ class RelevanceGrader(BaseNodePostprocessor):
             others = [m for m in others if m not in used]
         if not content_terms(question) and not _name_keys(question):
             return  # nothing to look for elsewhere: "who calls it?" with no `it`
+        named = [*extract_mentions(question).names, *extract_mentions(question).paths]
+        if len(named) > 1 and not trace.compared:  # one name may have drowned the other
+            for memory in first:
+                yield Attempt(
+                    question,
+                    (memory,),
+                    f"{_listed(named)} asked together: one search per name",
+                    split=tuple(named),
+                )
         searched = ", ".join(used) or "the first memory"
         missing = self._missing_names(question, pool)
         if missing:
@@ -432,6 +459,18 @@ def _name_keys(question: str) -> list[str]:
 def _mentions(lowered: str, tokens: set[str], names: Sequence[str]) -> bool:
     # Short names only as whole tokens: `io` must not match every `ratio`.
     return any(name in lowered if len(name) > 3 else name in tokens for name in names)
+
+
+def _about(question: str, name: str, names: Sequence[str]) -> str:
+    """The question about one of the names it asks about together.
+
+    >>> _about("what do `a_b` and `c_d` return?", "c_d", ["a_b", "c_d"])
+    'what do `` and `c_d` return?'
+    """
+    for other in names:
+        if other != name:
+            question = question.replace(other, "")
+    return question
 
 
 def _vague(question: str) -> bool:

@@ -137,6 +137,20 @@ def test_a_misspelt_name_is_retried_as_the_closest_known_name(index: ArelaIndex)
     assert "taskq.config.parse_config" in symbols(kept)[:2]
 
 
+def test_names_asked_together_are_searched_one_by_one_when_nothing_came_back(
+    index: ArelaIndex,
+) -> None:
+    question = "what do `parse_cron` and `resolve_envvar` return?"
+    trace = Trace(question=question, intents=[("factual", 0.9)], memories=[("code", "test")])
+    kept = index.as_retriever().grader.grade([], question, trace)
+    (retry,) = steps(trace, "retry")
+    assert retry["memories"] == ["code"] and retry["query"] == question
+    assert retry["why"] == "`parse_cron`, `resolve_envvar` asked together: one search per name"
+    found = set(symbols(kept))
+    assert {"taskq.scheduler.parse_cron", "taskq.config.resolve_envvar"} <= found
+    assert len(steps(trace, "grade")) == 2  # the first pass, then one for the split retry
+
+
 def test_a_name_nothing_mentions_ends_in_abstention_that_says_so(index: ArelaIndex) -> None:
     kept, trace = index.as_retriever().retrieve_with_trace("what does frobnicate_widgets do?")
     assert kept == []
