@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -42,7 +43,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from arela_index.index import ArelaIndex
 
     batch = args.question == "-"
-    questions = (line.rstrip("\n") for line in sys.stdin) if batch else iter([args.question])
+    questions = (line.rstrip("\n") for line in sys.stdin) if batch else iter([_text(args.question)])
     if not batch and not args.question.strip():
         raise ArelaError(
             "the question is empty: ask something about the repository, e.g. `who calls main?`"
@@ -192,7 +193,25 @@ def _positive(text: str) -> int:
     return value
 
 
+def _text(arg: str) -> str:
+    """An argument as text: bytes that were not UTF-8 become U+FFFD, not lone surrogates."""
+    return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _tolerant_stdio() -> None:
+    """Input that is not UTF-8 reads as U+FFFD; output that cannot be encoded is escaped.
+    Neither may end a run with an unexpected UnicodeError (strict UTF-8 locales do that)."""
+    for stream, errors in (
+        (sys.stdin, "replace"),
+        (sys.stdout, "backslashreplace"),
+        (sys.stderr, "backslashreplace"),
+    ):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors=errors)  # type: ignore[union-attr]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_stdio()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
