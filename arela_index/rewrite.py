@@ -127,6 +127,9 @@ FILLER = frozenset(
 )
 
 
+_EXPANDED = 2  # a name defined in more places than this is too common to expand
+
+
 def content_terms(question: str) -> list[str]:
     """The words of a question that could appear in the code or docs that answer it."""
     seen: list[str] = []
@@ -190,12 +193,12 @@ def _simple_names(vocabulary: Vocabulary) -> dict[str, list[str]]:
 
 
 def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
-    """A sparse-friendly query: named things first (unknown names swapped for close known ones),
-    then the remaining content words.
+    """A sparse-friendly query: named things first (unknown names swapped for close known ones,
+    expanded to their qualified names in the graph), then the remaining content words.
 
     >>> offline_rewrite("hey, could you explain how the parse_confg thing works?",
     ...                 Vocabulary(symbols=["app.config.parse_config"]))
-    'parse_config parse config'
+    'parse_config parse config app.config.parse_config'
     >>> offline_rewrite("who calls send_email?", Vocabulary(symbols=["app.hooks.getcalls"]))
     'send_email send email'
     """
@@ -228,6 +231,10 @@ def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
         split = re.sub(r"[_./-]+", " ", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)).lower().strip()
         if split != name.lower():
             parts.append(split)
+        # Where the graph defines it: chunks are headed by qualified names and paths.
+        qualified = vocabulary.symbols_named(name) if vocabulary is not None else []
+        if len(qualified) <= _EXPANDED:
+            parts.extend(q for q in qualified if q != name)
     taken = (
         {t for p in parts for t in re.split(r"[\s_./-]+", p.lower())}
         | {n.lower() for n in named}
