@@ -287,11 +287,12 @@ def test_a_retry_online_asks_the_model_to_rewrite_the_question(index: ArelaIndex
 
 def test_offline_rewrite_keeps_names_drops_filler_and_fixes_typos(index: ArelaIndex) -> None:
     vocabulary = index.vocabulary
+    # Filler and routing words go; names stay, with where the graph defines them.
     assert offline_rewrite("hey so how does the `Scheduler` thing basically work?", vocabulary) == (
-        "Scheduler"
+        "Scheduler taskq.scheduler taskq.scheduler.Scheduler"
     )
-    assert (
-        offline_rewrite("who calls resolve_envar?", vocabulary) == "resolve_envvar resolve envvar"
+    assert offline_rewrite("who calls resolve_envar?", vocabulary) == (
+        "resolve_envvar resolve envvar taskq.config.resolve_envvar"
     )
     # Routing words are no names: `calls` must not become some symbol spelled like it.
     assert "calls" not in offline_rewrite(
