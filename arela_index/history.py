@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from arela_index.languages import detect_language, is_doc
-from arela_index.scanner import git, git_head
+from arela_index.scanner import git, git_head, redact_secrets
 
 _RECORD = b"\x00\x1e"
 # Fields end with NUL, which no commit message or text patch line can contain.
@@ -342,8 +342,9 @@ def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
         email=email,
         date=date,
         timestamp=int(ts or 0),
-        subject=subject,
-        body=body.strip(),
+        # A key pasted into a message must not reach the audit memory, prompts or answers.
+        subject=redact_secrets(subject),
+        body=redact_secrets(body.strip()),
         files=files,
         symbols=symbols,
         boundary=boundary,

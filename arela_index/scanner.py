@@ -77,12 +77,21 @@ _SECRET_NAME = re.compile(
 _SECRET_CONTENT = re.compile(
     rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
     rb"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    rb"|aws_secret_access_key\s*[=:]\s*\S{20,}"
+    # An AWS secret key by its name, as env, shell, YAML, INI, JSON or a JS object writes it;
+    # exactly 40 base64 characters, so `${AWS_SECRET_ACCESS_KEY}` or `<your key>` do not count.
+    rb"|(?i:(?:aws_?)?secret_?access_?key)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
     rb"|\bgh[pousr]_[A-Za-z0-9]{36}\b"
+    rb"|\bgithub_pat_[A-Za-z0-9_]{60,}"
+    rb"|\bglpat-[A-Za-z0-9_\-]{20,}"
+    rb"|\bnpm_[A-Za-z0-9]{36}\b"
     rb"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
     rb"|\bAIza[0-9A-Za-z_\-]{35}\b"
-    rb"|\bsk-[A-Za-z0-9]{32,}\b",
+    rb"|\bsk-[A-Za-z0-9]{32,}|\bsk-(?:proj|ant|svcacct)-[A-Za-z0-9_\-]{32,}"
+    rb"|AccountKey=[A-Za-z0-9+/]{40,}",
 )
+_SECRET_TEXT = re.compile(_SECRET_CONTENT.pattern.decode("ascii"))
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_BASE64_40 = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _SNIFF = 8192
 
 
@@ -133,6 +142,24 @@ def decode(data: bytes) -> str | None:
     except UnicodeDecodeError:
         text = data.decode("utf-8", errors="replace")
         return text if text.count("\ufffd") <= max(2, len(text) // 200) else None
+
+
+def redact_secrets(text: str) -> str:
+    """`text` with anything that looks like a private key or a credential blanked out, for text
+    that is indexed whatever it holds (commit messages). A line that names an AWS key id also
+    loses its 40-character base64 words: the secret key pasted beside it.
+
+    >>> redact_secrets("Rotate the key to AKIAQZXWVTRBNMLKJHGF")
+    'Rotate the key to [redacted]'
+    """
+    if not _SECRET_TEXT.search(text):
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if _AWS_KEY_ID.search(line):
+            line = _BASE64_40.sub("[redacted]", line)
+        lines.append(_SECRET_TEXT.sub("[redacted]", line))
+    return "\n".join(lines)
 
 
 def resolve_root(path: str | os.PathLike[str]) -> Path:
