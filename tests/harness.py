@@ -41,15 +41,16 @@ class Run:
 
 
 def run_cli(
-    *args: str,
+    *args: str | bytes,
     env: dict[str, str] | None = None,
     stdin: str | bytes | None = None,
     timeout: float = 300,
 ) -> Run:
-    """`python -m arela_index ARGS` in a subprocess, as a user would run it."""
+    """`python -m arela_index ARGS` in a subprocess, as a user would run it (bytes arguments go
+    to the command line as they are, as a shell would pass a name that is not UTF-8)."""
     done = subprocess.run(
         [sys.executable, "-m", "arela_index", *args],
-        input=stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin,
+        input=stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else stdin,
         capture_output=True,
         timeout=timeout,
         cwd=PACKAGE_ROOT,
