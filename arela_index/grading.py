@@ -67,12 +67,17 @@ class Attempt:
     query: str
     memories: tuple[str, ...]
     why: str = field(default="", compare=False)
-    split: tuple[str, ...] = ()  # one sub-search per name, fused
+    split: tuple[str, ...] = ()  # names searched and graded one at a time
 
 
 class RelevanceGrader(BaseNodePostprocessor):
     """Keep what answers the question; when too little does, find out why and retry (at most
     `max_retries` times, never the same query in the same memory twice), or return nothing.
+
+    Why decides how: a name nothing mentions is asked again as the closest known name, or looked
+    for in other memories; names asked together are searched one at a time; a memory that found
+    nothing, or nothing relevant, hands over to its substitute; a vague question is rewritten to
+    its names and key terms first. The same nodes coming back stop the retries.
 
     Offline a node's grade weighs its retriever score, how much of the question's informative
     terms it covers (`TermWeights`), and how well its memory fits the intent; a node that mentions
