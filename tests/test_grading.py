@@ -282,6 +282,18 @@ def test_a_retry_online_asks_the_model_to_rewrite_the_question(index: ArelaIndex
     assert kept and all("parse_cron" in n.node.get_content() for n in kept)
 
 
+def test_a_failed_model_rewrite_falls_back_to_the_offline_rewrite(index: ArelaIndex) -> None:
+    question = "how many fields does it need?"
+    with FakeOllama(chat_handler=ScriptedModel(rewrite="never used")) as fake:
+        grader = online_grader(index, fake)
+        trace = Trace(question=question, intents=[("factual", 0.9)], memories=[("code", "test")])
+        with fake.fault("/api/chat", "500"):
+            grader.grade([], question, trace)
+    rewrites = [r["query"] for r in steps(trace, "retry") if r["query"] != question]
+    assert rewrites == [offline_rewrite(question, index.vocabulary)]
+    assert "rewrite" in [s["stage"] for s in steps(trace, "fallback")]
+
+
 # -- rewriting ----------------------------------------------------------------------------------
 
 
