@@ -57,7 +57,6 @@ class Manifest:
     # sha256 of every file the memories wrote, by path inside the build folder: a load tells a
     # damaged file from a good one, even when the damage still parses.
     checksums: dict[str, str] = field(default_factory=dict)
-    digest: str = ""  # sha256 of the manifest's own other fields
 
     def save(self, folder: Path) -> None:
         """Write the manifest last, with the checksums of everything written before it."""
@@ -66,7 +65,6 @@ class Manifest:
             for path in sorted(folder.rglob("*"))
             if path.is_file() and path.name != _MANIFEST
         }
-        self.digest = _digest(asdict(self))
         (folder / _MANIFEST).write_text(
             json.dumps(asdict(self), indent=1, sort_keys=True), encoding="utf-8"
         )
@@ -88,8 +86,6 @@ class Manifest:
                 f"the index at {folder.parent} has format version {version}, this arela-index reads "
                 f"version {FORMAT_VERSION}: rebuild it with `arela index {data.get('repo_root', '<repo>')}`"
             )
-        if data.get("digest") and data["digest"] != _digest(data):
-            raise corrupt(path, "its content changed since the build (checksum mismatch)")
         try:
             manifest = cls(**data)
         except TypeError as exc:
@@ -112,11 +108,6 @@ class Manifest:
                 raise corrupt(file, exc.strerror or str(exc)) from None
             if found != digest:
                 raise corrupt(file, "its content changed since the build (checksum mismatch)")
-
-
-def _digest(fields: dict[str, Any]) -> str:
-    body = json.dumps({k: v for k, v in fields.items() if k != "digest"}, sort_keys=True)
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _sha256(path: Path) -> str:
