@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -63,16 +64,28 @@ class _DenseRetriever(BaseRetriever):
         self._inner = _vector_index_retriever(store, embed_model, vector_store, candidates)
         self._failures = failures
         self._paused_until = 0.0
-        self.answered = True  # False when the last query got no dense ranking at all
-        self.why_not: str | None = None  # and why, for the query's trace
+        # Per thread: concurrent queries share this retriever, and one query's outcome must not
+        # rescale another's scores (fusion runs its retrievers in the caller's thread).
+        self._last = threading.local()
+
+    @property
+    def answered(self) -> bool:
+        """Whether this thread's last query got a dense ranking at all."""
+        return getattr(self._last, "answered", True)
+
+    @property
+    def why_not(self) -> str | None:
+        """Why this thread's last query got none, for its trace."""
+        return getattr(self._last, "why_not", None)
+
+    def _outcome(self, answered: bool, why_not: str | None) -> None:
+        self._last.answered, self._last.why_not = answered, why_not
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        self.answered = False
         left = self._paused_until - time.monotonic()
         if left > 0:
-            self.why_not = (
-                f"dense retrieval skipped for {left:.0f} s more after: {self._failures[-1]}"
-            )
+            why = f"dense retrieval skipped for {left:.0f} s more after: {self._failures[-1]}"
+            self._outcome(False, why)
             return []
         assert self._store.vectors is not None
         try:
@@ -91,9 +104,9 @@ class _DenseRetriever(BaseRetriever):
                 f"dense retrieval skipped: {embedding_failure(exc, self._embed_model)}"
             )
             log.warning("arela-index: %s", self._failures[-1])
-            self.why_not = self._failures[-1]
+            self._outcome(False, self._failures[-1])
             return []
-        self.answered, self.why_not = True, None
+        self._outcome(True, None)
         return _stored(self._store, hits)
 
 
