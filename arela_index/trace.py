@@ -68,7 +68,7 @@ class Trace(BaseModel):
 
     def attach(self, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
         """Fresh copies of `nodes` carrying this trace in their hidden metadata."""
-        return [fresh(n.node, n.score, **{TRACE_KEY: self}) for n in nodes]  # type: ignore[arg-type]
+        return [fresh(n.node, n.score, **{TRACE_KEY: self}) for n in nodes]
 
     @classmethod
     def of(cls, nodes: Sequence[NodeWithScore]) -> Trace | None:

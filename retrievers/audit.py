@@ -27,7 +27,9 @@ _NEWEST = re.compile(
     r"\b(last|latest|most\s+recent(ly)?|newest|recent(ly)?|lately|currently)\b", re.I
 )
 _OLDEST = re.compile(
-    r"\b(first|earliest|oldest|originally|initially|introduced|created|born)\b", re.I
+    r"\b(first|earliest|oldest|originally|initially|introduced|created|born)\b"
+    r"|\bwhen\b[^?]*\badded\b",
+    re.I,
 )
 _DECISION = re.compile(
     r"\b(decisions?|decided|decide|adrs?|architecture|changelog|release(d|s)?|release\s+notes|"
@@ -185,6 +187,12 @@ class AuditLogRetriever(BaseRetriever):
         ):
             # "When was X introduced?", "the first commit": but "first-class support" is a topic.
             plan.order = "oldest"
+            # "When was the timing module introduced?": the file whose stem is named was created
+            # by the oldest commit touching it, not by the oldest commit that says "timing".
+            named_words = {w.lower() for w in mentions.words}
+            created = [p for p in plan.soft_paths if _stem(p) in named_words]
+            plan.paths += created
+            plan.soft_paths = [p for p in plan.soft_paths if p not in created]
         # From the whole question: "what's new in 8.3.0" is a window and a changelog section.
         named = [m.group(1) for m in _VERSION.finditer(question)]
         plan.versions = list(

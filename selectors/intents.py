@@ -6,7 +6,6 @@ Questions are read clause by clause ("explain the scheduler and list its recent 
 clauses), so one question can carry several intents; inside a clause the strongest cue wins.
 """
 
-
 from __future__ import annotations
 
 import re
@@ -57,7 +56,7 @@ SPECIFICITY = (COMPARATIVE, STRUCTURAL, TEMPORAL, PROCEDURAL, CONCEPTUAL, FACTUA
 STRONG = 1.0
 
 _CHANGE = (
-    r"(?:add|added|adds|introduc\w*|creat\w*|chang\w*|modif\w*|remov\w*|delet\w*|wr[io]te|written|"
+    r"(?:add|added|adds|introduc\w*|integrat\w*|split\w*|creat\w*|chang\w*|modif\w*|remov\w*|delet\w*|wr[io]te|written|"
     r"renam\w*|deprecat\w*|merg\w*|releas\w*|touch\w*|fix\w*|refactor\w*|broke|break|revert\w*|"
     r"land\w*|go|went|start\w*|switch\w*|mov\w*|replac\w*|rewr\w*|edit\w*|updat\w*|bump\w*|"
     r"rais\w*|lower\w*|increas\w*|decreas\w*|dropp\w*|document\w*|evolv\w*)"
