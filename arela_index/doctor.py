@@ -113,7 +113,7 @@ def _ollama_checks(config: ArelaConfig, checks: list[Check]) -> Any:
             Check(
                 "ollama",
                 "off",
-                "offline by choice (--offline or ARELA_OFFLINE=1): sparse + static retrieval, no written answers",
+                "offline by choice (--offline or ARELA_OFFLINE=1): no Ollama models, no written answers",
                 "drop --offline / unset ARELA_OFFLINE to use Ollama",
             )
         )

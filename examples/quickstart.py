@@ -3,9 +3,9 @@
     python examples/quickstart.py                  # this repository
     python examples/quickstart.py PATH -q "who calls main?" -q "when did cli.py change?"
 
-With no Ollama answering at OLLAMA_HOST (or with --offline) it runs offline: retrieval is BM25
-plus the packaged static embedding, routing is rules and prototypes, and each answer is the
-ranked, cited context instead of a written one. The index goes to PATH/.arela; a second run
+With no Ollama answering at OLLAMA_HOST (or with --offline) it runs offline: retrieval is
+identifier-aware BM25 (ARELA_OFFLINE_EMBEDDING=static adds the packaged static embedding), routing
+is rules and prototypes, and each answer is the ranked, cited context instead of a written one. The index goes to PATH/.arela; a second run
 only refreshes what changed.
 """
 

@@ -191,7 +191,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 def hybrid(repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
     """Built offline with the packaged static embedder: dense + sparse."""
     persist = tmp_path_factory.mktemp("hybrid") / "index"
-    return ArelaIndex.build(repo.root, offline=True, persist_dir=str(persist), show_progress=False)
+    return ArelaIndex.build(
+        repo.root,
+        offline=True,
+        offline_embedding="static",
+        persist_dir=str(persist),
+        show_progress=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -452,7 +458,11 @@ def test_reloading_an_index_gives_the_same_chunks_and_answers(
 ) -> None:
     reloaded = ArelaIndex.load(hybrid.persist_dir, offline=True)
     rebuilt = ArelaIndex.build(
-        repo.root, offline=True, persist_dir=str(tmp_path / "again"), show_progress=False
+        repo.root,
+        offline=True,
+        offline_embedding="static",
+        persist_dir=str(tmp_path / "again"),
+        show_progress=False,
     )
     for other in (reloaded, rebuilt):
         assert _chunk_rows(other.code) == _chunk_rows(hybrid.code)
@@ -480,6 +490,7 @@ def test_refresh_rechunks_only_changed_files_and_drops_deleted_ones(
     git_repo.commit({**FILES}, "first")
     settings: dict[str, Any] = {
         "offline": True,
+        "offline_embedding": "static",
         "persist_dir": str(tmp_path / "idx"),
         "show_progress": False,
     }

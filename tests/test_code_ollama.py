@@ -99,6 +99,8 @@ def _settings(fake: FakeOllama, persist: Path, **overrides: Any) -> dict[str, An
         "embed_timeout": 1.0,
         "persist_dir": str(persist),
         "show_progress": False,
+        # The fallback under test is the packaged static embedder (offline default: sparse only).
+        "offline_embedding": "static",
         **overrides,
     }
 
