@@ -8,6 +8,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Literal
 
+from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
@@ -135,7 +136,9 @@ class AuditLogRetriever(BaseRetriever):
         top_k: int = 8,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        super().__init__(callback_manager=callback_manager)
+        # The Settings manager, as stock retrievers use: each top-level query resets its event
+        # log, which a manager of our own would grow by one entry per query, forever.
+        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
         self._store = store
         self._vocabulary = vocabulary
         self.top_k = top_k

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 
+from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import MockLLM
@@ -29,8 +30,10 @@ PAUSE_AFTER_FAILURE = 30.0
 class _SparseRetriever(BaseRetriever):
     """BM25 over identifier-expanded text; hits that share no term with the question are dropped."""
 
-    def __init__(self, store: CodeStore, candidates: int) -> None:
-        super().__init__()
+    def __init__(
+        self, store: CodeStore, candidates: int, callback_manager: CallbackManager
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
         self._store = store
         self._candidates = candidates
 
@@ -39,6 +42,7 @@ class _SparseRetriever(BaseRetriever):
             return []
         bm25 = self._store.bm25
         bm25.similarity_top_k = min(self._candidates, len(self._store.chunks))
+        bm25.callback_manager = self.callback_manager  # the store's BM25 is built without one
         hits = bm25.retrieve(expand_identifiers(query_bundle.query_str))
         return _stored(self._store, hits)
 
@@ -57,8 +61,9 @@ class _DenseRetriever(BaseRetriever):
         vector_store: BasePydanticVectorStore | None,
         candidates: int,
         failures: list[str],
+        callback_manager: CallbackManager,
     ) -> None:
-        super().__init__()
+        super().__init__(callback_manager=callback_manager)
         self._store = store
         self._embed_model = embed_model
         self._inner = _vector_index_retriever(store, embed_model, vector_store, candidates)
@@ -141,6 +146,9 @@ class CodeMemoryRetriever(BaseRetriever):
         candidates: int = 50,
         callback_manager: CallbackManager | None = None,
     ) -> None:
+        # The Settings manager, as stock retrievers use: each top-level query resets its event
+        # log, which a manager of our own would grow by one entry per query, forever.
+        callback_manager = callback_manager or Settings.callback_manager
         super().__init__(callback_manager=callback_manager)
         if top_k < 1:
             raise ArelaError(f"top_k must be at least 1, got {top_k}")
@@ -148,12 +156,14 @@ class CodeMemoryRetriever(BaseRetriever):
         self.top_k = top_k
         self.failures: list[str] = []
         candidates = max(candidates, top_k)
-        self._retrievers: list[BaseRetriever] = [_SparseRetriever(store, candidates)]
+        self._retrievers: list[BaseRetriever] = [
+            _SparseRetriever(store, candidates, callback_manager)
+        ]
         self._dense: _DenseRetriever | None = None
         if embed_model is not None and store.vectors is not None and not store.is_empty():
             _check_model(store, embed_model)
             self._dense = _DenseRetriever(
-                store, embed_model, vector_store, candidates, self.failures
+                store, embed_model, vector_store, candidates, self.failures, callback_manager
             )
             self._retrievers.insert(0, self._dense)
         self._fusion = QueryFusionRetriever(
@@ -163,6 +173,7 @@ class CodeMemoryRetriever(BaseRetriever):
             similarity_top_k=top_k,
             num_queries=1,
             use_async=False,
+            callback_manager=callback_manager,
         )
 
     @property

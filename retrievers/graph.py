@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
@@ -92,7 +93,9 @@ class CodeGraphRetriever(BaseRetriever):
         fanout: int = 50,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        super().__init__(callback_manager=callback_manager)
+        # The Settings manager, as stock retrievers use: each top-level query resets its event
+        # log, which a manager of our own would grow by one entry per query, forever.
+        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
         self._store = store
         self.top_k = max(2, top_k)
         self.fanout = max(1, fanout)
