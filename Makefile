@@ -25,7 +25,7 @@ lint: $(BIN)/.installed
 # mypy cannot follow the package-dir mapping of retrievers/ and selectors/, so it checks the
 # package as a wheel would install it.
 typecheck: $(BIN)/.installed
-	rm -rf .typecheck && $(BIN)/python -m pip install -q --no-deps --no-build-isolation --target .typecheck .
+	rm -rf .typecheck && $(BIN)/python -m pip install -q --no-deps --no-build-isolation --target .typecheck . && rm -rf build
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml -p arela_index
 
 test: lint typecheck

@@ -15,7 +15,7 @@ from typing import Any
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
-from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import QueryBundle
 from llama_index.core.tools.types import ToolMetadata
@@ -169,9 +169,13 @@ class ArelaSelector(BaseSelector):
                 "route_prompt must use {question} and only "
                 + ", ".join("{" + v + "}" for v in sorted(PROMPT_VARIABLES))
             )
-        self._prompt = prompt
+        # Stage 3 formats a plain PromptTemplate; any other template kind is read as its text.
+        template = (
+            prompt if isinstance(prompt, PromptTemplate) else PromptTemplate(prompt.get_template())
+        )
+        self._prompt = template
         if self._llm is not None:
-            self._llm.prompt = prompt
+            self._llm.prompt = template
 
     # -- routing ----------------------------------------------------------------------------
 

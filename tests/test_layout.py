@@ -4,6 +4,7 @@ and never shadows the standard library's `selectors` (which asyncio imports)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -47,6 +48,15 @@ def test_from_the_repository_root_the_stdlib_selectors_wins() -> None:
 @pytest.mark.slow
 def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
+    # Built from a copy: setuptools leaves a build/ folder behind in the tree it builds.
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", ".typecheck", "build", ".arela", "*.egg-info"
+        ),
+    )
     subprocess.run(
         [
             sys.executable,
@@ -58,7 +68,7 @@ def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
             "--no-build-isolation",
             "-w",
             str(wheels),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,
