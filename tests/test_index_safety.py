@@ -36,6 +36,13 @@ QUESTIONS = (
 )
 
 
+@pytest.fixture(autouse=True)
+def static_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every build here, in this process or a child, embeds with the packaged static model, so
+    indexes have every kind of file (vectors.npy too) and rebuilds match the first build."""
+    monkeypatch.setenv("ARELA_OFFLINE_EMBEDDING", "static")
+
+
 @pytest.fixture(scope="module")
 def taskq(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     return build_taskq(tmp_path_factory.mktemp("safety") / "taskq")
@@ -43,9 +50,12 @@ def taskq(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 
 @pytest.fixture(scope="module")
 def built(taskq: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An intact offline index of taskq (static embeddings: vectors.npy is there too)."""
+    """An intact offline index of taskq with static embeddings, so vectors.npy is there too."""
     persist = tmp_path_factory.mktemp("built") / "index"
-    assert call_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline").code == 0
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ARELA_OFFLINE_EMBEDDING", "static")
+        done = call_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline")
+    assert done.code == 0
     return persist
 
 
