@@ -28,10 +28,10 @@ _NEWEST = re.compile(
     r"\b(last|latest|most\s+recent(ly)?|newest|recent(ly)?|lately|currently)\b", re.I
 )
 _OLDEST = re.compile(
-    r"\b(first|earliest|oldest|originally|initially|introduced|created|born)\b"
-    r"|\bwhen\b[^?]*\badded\b",
-    re.I,
+    r"\b(first|earliest|oldest|originally|initially|introduced|created|born)\b", re.I
 )
+# "When was X added?" asks for X's first commit only when X is a file or symbol we know.
+_ADDED = re.compile(r"\bwhen\b[^?]*\badded\b", re.I)
 _DECISION = re.compile(
     r"\b(decisions?|decided|decide|adrs?|architecture|changelog|release(d|s)?|release\s+notes|"
     r"versions?|chose|choose|why\s+did\s+we|rationale|what'?s\s+new|news)\b",
@@ -183,17 +183,18 @@ class AuditLogRetriever(BaseRetriever):
                 words = words.replace(mention, " ")
         author_words = {w for a in plan.authors for w in a.split()}
         plan.terms = search_terms(words, drop=_GENERIC | author_words)[:_MAX_TERMS]
+        # "When was the timing module introduced?": the file whose stem is named was created by
+        # the oldest commit touching it, not by the oldest commit that says "timing".
+        named_words = {w.lower() for w in mentions.words}
+        created = [p for p in plan.soft_paths if _stem(p) in named_words]
+        oldest = _OLDEST.search(rest) and (
+            plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols or not plan.terms
+        )
         if _NEWEST.search(rest):
             plan.order = "newest"
-        elif _OLDEST.search(rest) and (
-            plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols or not plan.terms
-        ):
-            # "When was X introduced?", "the first commit": but "first-class support" is a topic.
+        elif oldest or (_ADDED.search(rest) and (plan.paths or plan.symbols or created)):
+            # "the first commit" too; but "first-class support" is a topic, not an order.
             plan.order = "oldest"
-            # "When was the timing module introduced?": the file whose stem is named was created
-            # by the oldest commit touching it, not by the oldest commit that says "timing".
-            named_words = {w.lower() for w in mentions.words}
-            created = [p for p in plan.soft_paths if _stem(p) in named_words]
             plan.paths += created
             plan.soft_paths = [p for p in plan.soft_paths if p not in created]
         # From the whole question: "what's new in 8.3.0" is a window and a changelog section.
