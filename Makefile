@@ -29,4 +29,4 @@ typecheck: $(BIN)/.installed
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml -p arela_index
 
 test: lint typecheck
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
