@@ -310,6 +310,7 @@ def test_a_build_killed_at_random_moments_leaves_the_previous_index_whole(tmp_pa
 # -- rival builders ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_build_while_one_runs_is_refused_and_the_first_completes(
     taskq: GitRepo, tmp_path: Path
 ) -> None:
