@@ -106,7 +106,8 @@ def test_concurrent_clients_get_the_sequential_answers_through_ollama(
     taskq: Path, tmp_path: Path, fake_ollama: FakeOllama, run: Any
 ) -> None:
     fake_ollama.chat_handler = healthy_chat
-    settings = {**TIMEOUTS, "router_timeout": 10.0, "answer_timeout": 10.0, "embed_timeout": 10.0}
+    slow_enough = {"router_timeout": 10.0, "answer_timeout": 10.0, "embed_timeout": 10.0}
+    settings: dict[str, Any] = {**TIMEOUTS, **slow_enough}  # no fallback under load
     index = ArelaIndex.build(
         taskq, ollama_host=fake_ollama.url, persist_dir=str(tmp_path / "idx"), **settings
     )

@@ -27,7 +27,7 @@ from arela_index.ollama import forget_probes
 
 # Short timeouts (config keywords, as a user would set ARELA_*_TIMEOUT) against a server that
 # hangs for far longer: a query that waited for the server could not finish inside its budget.
-TIMEOUTS = {
+TIMEOUTS: dict[str, Any] = {
     "probe_timeout": 1.0,
     "embed_timeout": 0.5,
     "router_timeout": 0.5,

@@ -36,7 +36,7 @@ NPM_TOKEN = "npm_QzxwvTrbnmLkjhgFdsaPoiuYtrewQmnbvcxz"
 GITHUB_TOKEN = "ghp_QzxwvTrbnmLkjhgFdsaPoiuYtrewQmnbvcxz"
 SECRETS = (AWS_ID, AWS_SECRET, DB_PASSWORD, PRIVATE_KEY, NPM_TOKEN, GITHUB_TOKEN)
 
-FILES = {
+FILES: dict[str, str | bytes] = {
     ".env": f"DATABASE_PASSWORD={DB_PASSWORD}\nAWS_ACCESS_KEY_ID={AWS_ID}\n",
     ".env.production": f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n",
     "id_rsa": PRIVATE_KEY,
@@ -90,10 +90,12 @@ def leaks(text: str | bytes) -> list[str]:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     repo = GitRepo(tmp_path_factory.mktemp("secrets") / "payments")
     repo.commit(FILES, "Payment service with its configuration", author="Alice Martin")
-    changed = {name: text.replace("eu-west-1", "us-east-2") + "\n" for name, text in FILES.items()}
+    changed: dict[str, str | bytes] = {
+        name: str(text).replace("eu-west-1", "us-east-2") + "\n" for name, text in FILES.items()
+    }
     repo.commit(changed, "Move to us-east-2", author="Bob Chen", date="2024-02-01T10:00:00+00:00")
     repo.commit(
-        {"src/payments.py": FILES["src/payments.py"] + "\n# rotated\n"},
+        {"src/payments.py": str(FILES["src/payments.py"]) + "\n# rotated\n"},
         f"Rotate the AWS key: the new one is {AWS_ID} / {AWS_SECRET}",
         author="Bob Chen",
         date="2024-03-01T10:00:00+00:00",
