@@ -49,6 +49,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "the question is empty: ask something about the repository, e.g. `who calls main?`"
         )
     index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
+    for (
+        note
+    ) in index.notes:  # e.g. why dense retrieval is off; the offline notice is logged already
+        if "runs offline" not in note:
+            print(f"arela: {note}", file=sys.stderr)
     engine = index.as_query_engine(top_k=args.top_k)
     status = EXIT_OK
     for question in questions:

@@ -27,6 +27,7 @@ from arela_index.answers import abstention, citation, offline_answer
 from arela_index.entities import extract_mentions
 from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.grading import RelevanceGrader
+from arela_index.ollama import Rest
 from arela_index.retrievers.router import ArelaRouterRetriever
 from arela_index.trace import Trace
 
@@ -107,6 +108,7 @@ class CitedSynthesizer(BaseSynthesizer):
         # The base class wants an LLM; MockLLM keeps Settings.llm (OpenAI) from being read offline.
         super().__init__(llm=llm or MockLLM(), callback_manager=callback_manager)
         self.answer_llm = llm
+        self._rest = Rest()
 
     def _get_prompts(self) -> dict[str, Any]:
         return {}
@@ -146,6 +148,9 @@ class CitedSynthesizer(BaseSynthesizer):
         from arela_index.ollama import ollama_errors, quote_data
 
         assert self.answer_llm is not None
+        if resting := self._rest.why():
+            trace.add_step("fallback", stage="answer", why=resting)
+            return offline_answer(question, nodes, _route_line(trace))
         # Each block is labelled with the very citation the answer should carry.
         passages = quote_data([(citation(n)[1:-1], n.node.get_content()) for n in nodes])
         prompt = ANSWER_PROMPT.format(passages=passages, question=question)
@@ -157,6 +162,7 @@ class CitedSynthesizer(BaseSynthesizer):
             ):
                 text = self.answer_llm.complete(prompt).text.strip()
         except OllamaUnavailable as exc:
+            self._rest.failed(str(exc))
             trace.add_step("fallback", stage="answer", why=str(exc))
             return offline_answer(question, nodes, _route_line(trace))
         if not text:

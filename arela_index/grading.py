@@ -99,6 +99,8 @@ class RelevanceGrader(BaseNodePostprocessor):
     _route: Callable[[str], Any] | None = PrivateAttr(default=None)
     _weights: TermWeights = PrivateAttr(default_factory=TermWeights.uniform)
     _router: Any = PrivateAttr(default=None)
+    # ollama.Rest per model stage ("grade", "rewrite"): a failing stage is left alone a while.
+    _rests: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     def __init__(
         self,
@@ -120,6 +122,9 @@ class RelevanceGrader(BaseNodePostprocessor):
         self._route = route
         self._weights = term_weights or TermWeights.uniform()
         self._router = router
+        from arela_index.ollama import Rest
+
+        self._rests = {"grade": Rest(), "rewrite": Rest()}
 
     @classmethod
     def class_name(cls) -> str:
@@ -304,11 +309,15 @@ class RelevanceGrader(BaseNodePostprocessor):
 
         assert self._llm is not None
         top = list(nodes)[: self.llm_passages]
+        if resting := self._rests["grade"].why():
+            trace.add_step("fallback", stage="grade", why=resting)
+            return None
         try:
             answer = structured(
                 self._llm, _Verdicts, _GRADE_PROMPT, passages=quote_nodes(top), question=question
             )
         except OllamaUnavailable as exc:
+            self._rests["grade"].failed(str(exc))
             trace.add_step("fallback", stage="grade", why=str(exc))
             return None
         verdicts = {
@@ -421,7 +430,9 @@ class RelevanceGrader(BaseNodePostprocessor):
         return [c for name in names for c in closest_names(name, self._vocabulary)[:1]]
 
     def _rewrite(self, question: str, trace: Trace) -> str:
-        if self._llm is not None:
+        if self._llm is not None and (resting := self._rests["rewrite"].why()):
+            trace.add_step("fallback", stage="rewrite", why=resting)
+        elif self._llm is not None:
             from arela_index.ollama import structured
 
             try:
@@ -429,6 +440,7 @@ class RelevanceGrader(BaseNodePostprocessor):
                 if rewritten.query.strip():
                     return rewritten.query.strip()
             except OllamaUnavailable as exc:
+                self._rests["rewrite"].failed(str(exc))
                 trace.add_step("fallback", stage="rewrite", why=str(exc))
         return offline_rewrite(question, self._vocabulary)
 

@@ -482,3 +482,30 @@ def passage_label(metadata: dict[str, Any]) -> str:
     if where and start:
         where += f":{start}" + (f"-{end}" if end and end != start else "")
     return " ".join(p for p in (where, str(metadata.get("symbol") or "")) if p)
+
+
+class Rest:
+    """After a model call fails, the model rests for `seconds`: a dead or hanging server costs one
+    timeout per stage, not one per question. Thread-safe.
+
+    >>> rest = Rest(30)
+    >>> rest.failed("Ollama at http://127.0.0.1:11434 did not answer within 8.0 s")
+    >>> rest.why()  # doctest: +ELLIPSIS
+    'skipped for 30 s more after: Ollama at ... did not answer within 8.0 s'
+    """
+
+    def __init__(self, seconds: float = 30.0) -> None:
+        self.seconds = seconds
+        self._until = 0.0
+        self._reason = ""
+        self._lock = threading.Lock()
+
+    def why(self) -> str | None:
+        """Why the model is resting now, or None when it may be asked."""
+        with self._lock:
+            left, reason = self._until - time.monotonic(), self._reason
+        return f"skipped for {left:.0f} s more after: {reason}" if left > 0 else None
+
+    def failed(self, reason: str) -> None:
+        with self._lock:
+            self._until, self._reason = time.monotonic() + self.seconds, reason

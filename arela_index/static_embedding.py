@@ -73,6 +73,8 @@ class StaticEmbedding(BaseEmbedding):
         return int(self._model.dim)
 
     def _embed(self, texts: list[str]) -> list[Embedding]:
+        # The tokenizer refuses lone surrogates (from undecodable input): replace them.
+        texts = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
         vectors = self._model.encode(texts, normalize=True, use_multiprocessing=False)
         return vectors.tolist()
 

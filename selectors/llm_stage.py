@@ -9,7 +9,6 @@ seconds, so a dead server costs one timeout, not one per question.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -71,12 +70,11 @@ class LLMStage:
     def __init__(
         self, llm: LLM, prompt: PromptTemplate = DEFAULT_PROMPT, cooldown: float = 30.0
     ) -> None:
+        from arela_index.ollama import Rest
+
         self.llm = llm
         self.prompt = prompt
-        self.cooldown = cooldown
-        self._resting_until = 0.0
-        self._last_failure = ""
-        self._lock = threading.Lock()
+        self._rest = Rest(cooldown)
 
     def ask(self, question: str, memories: Mapping[str, str], hint: str) -> LLMVerdict:
         from arela_index.ollama import structured
@@ -116,20 +114,14 @@ class LLMStage:
         }
 
     def _resting(self) -> LLMVerdict | None:
-        with self._lock:
-            left = self._resting_until - time.monotonic()
-            failure = self._last_failure
-        if left > 0:
-            return LLMVerdict(failure=f"skipped for {left:.0f} s more after: {failure}")
-        return None
+        why = self._rest.why()
+        return LLMVerdict(failure=why) if why else None
 
     def _failed(self, exc: Exception, started: float) -> LLMVerdict:
         from arela_index.ollama import describe_failure
 
         reason = describe_failure(exc)
-        with self._lock:
-            self._resting_until = time.monotonic() + self.cooldown
-            self._last_failure = reason
+        self._rest.failed(reason)
         return LLMVerdict(failure=reason, ms=(time.perf_counter() - started) * 1000)
 
 

@@ -317,7 +317,7 @@ def test_an_injection_in_files_and_commits_changes_no_route_grade_or_answer(
     neutral, injected = injection_pair
     clean = neutral.load().as_query_engine().query(question)
     dirty = injected.load().as_query_engine().query(question)
-    clean_route, clean_sources, clean_answer = _comparable(neutral, clean)
+    clean_route, clean_sources, _ = _comparable(neutral, clean)
     dirty_route, dirty_sources, dirty_answer = _comparable(injected, dirty)
     assert dirty_route == clean_route
     assert metadata_of(dirty)["abstained"] == metadata_of(clean)["abstained"]

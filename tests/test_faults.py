@@ -375,3 +375,18 @@ def test_ollama_down_at_index_time_builds_offline_and_says_so(taskq: Path, tmp_p
     assert index.summary is not None and index.summary.mode.startswith("offline")
     assert "no Ollama answers" in index.runtime.reason  # what the offline notice says
     assert index.as_query_engine().query(NAMED).source_nodes
+
+
+def test_a_hanging_model_is_asked_once_then_left_alone(
+    online_index: Path, fake: FakeOllama
+) -> None:
+    """A hanging Ollama costs one timeout per stage, not one per question."""
+    engine = load(online_index, fake).as_query_engine()
+    with fake.fault("/api/chat", "hang"):
+        first = engine.query(NAMED).metadata["arela"]
+        chats = len(fake.requests_to("/api/chat"))
+        second = engine.query(NAMED).metadata["arela"]
+    assert "did not answer" in fallbacks(first)["grade"]
+    assert fallbacks(second)["grade"].startswith("skipped for")
+    assert fallbacks(second)["answer"].startswith("skipped for")
+    assert len(fake.requests_to("/api/chat")) == chats  # the second question asked no model
