@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -18,6 +19,9 @@ from llama_index.core.schema import BaseNode, TextNode
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import METADATA_KEYS, make_node
 from arela_index.text import expand_identifiers
+
+if TYPE_CHECKING:
+    from arela_index.code_search import CodeSearch
 
 _CHUNKS = "chunks.jsonl"
 _VECTORS = "vectors.npy"
@@ -69,7 +73,11 @@ class CodeStore:
         self.vectors = vectors
         self.embedding = embedding
         self.by_id = {c.node_id: c for c in chunks}
+        self.position = {c.node_id: i for i, c in enumerate(chunks)}
         self._bm25 = bm25
+        self._search: CodeSearch | None = None
+        self._faiss: Any = None
+        self._lock = threading.Lock()
 
     @classmethod
     def build(
@@ -143,6 +151,28 @@ class CodeStore:
             logging.getLogger("bm25s").setLevel(logging.WARNING)
             self._bm25 = BM25Retriever(nodes=shadows, similarity_top_k=min(50, len(shadows)))
         return self._bm25
+
+    @property
+    def search(self) -> CodeSearch:
+        """Chunk and file BM25 ranking over this store, built on first use (needs chunks)."""
+        with self._lock:
+            if self._search is None:
+                from arela_index.code_search import CodeSearch
+
+                self._search = CodeSearch(self.chunks, self.bm25)
+        return self._search
+
+    @property
+    def faiss(self) -> Any:
+        """A FAISS `IndexFlatIP` over the vectors (cosine: they are unit), built on first use."""
+        assert self.vectors is not None
+        with self._lock:
+            if self._faiss is None:
+                import faiss
+
+                self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
+                self._faiss.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
+        return self._faiss
 
     def chunks_of(self, paths: Iterable[str]) -> list[TextNode]:
         wanted = set(paths)

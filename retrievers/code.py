@@ -1,4 +1,4 @@
-"""CodeMemoryRetriever: chunks of source and docs, dense and sparse, fused by reciprocal rank."""
+"""CodeMemoryRetriever: chunks of source and docs, sparse (chunks and files) and dense, fused."""
 
 from __future__ import annotations
 
@@ -6,51 +6,32 @@ import logging
 import threading
 import time
 
+import numpy as np
 from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.llms import MockLLM
-from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
-from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
+from arela_index.code_search import RRF_K, fuse
 from arela_index.code_store import CodeStore, embedding_failure
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import fresh
-from arela_index.text import expand_identifiers
 
 log = logging.getLogger("arela_index")
-_RRF_K = 60.0
+# Chunks each ranking hands to fusion; more changed no file among the first five on our sets.
+CANDIDATES = 20
 # After the embedder fails, queries go sparse-only for this long instead of each waiting for a
 # timeout of its own against a server that hangs.
 PAUSE_AFTER_FAILURE = 30.0
 
 
-class _SparseRetriever(BaseRetriever):
-    """BM25 over identifier-expanded text; hits that share no term with the question are dropped."""
+class _DenseRanking:
+    """Cosine ranking of the store's chunks: FAISS `IndexFlatIP` over its vectors, or the vector
+    store a caller passed (any LlamaIndex one, filled with the store's chunks).
 
-    def __init__(
-        self, store: CodeStore, candidates: int, callback_manager: CallbackManager
-    ) -> None:
-        super().__init__(callback_manager=callback_manager)
-        self._store = store
-        self._candidates = candidates
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        if self._store.is_empty():
-            return []
-        bm25 = self._store.bm25
-        bm25.similarity_top_k = min(self._candidates, len(self._store.chunks))
-        bm25.callback_manager = self.callback_manager  # the store's BM25 is built without one
-        hits = bm25.retrieve(expand_identifiers(query_bundle.query_str))
-        return _stored(self._store, hits)
-
-
-class _DenseRetriever(BaseRetriever):
-    """Cosine over the store's vectors (FAISS `IndexFlatIP` unless another vector store is given).
-
-    When the embedder fails (Ollama down, hanging, model gone) it returns nothing, records why in
+    When the embedder fails (Ollama down, hanging, model gone) it ranks nothing, records why in
     `failures` and stays off for `PAUSE_AFTER_FAILURE` seconds: the query goes on sparse-only.
     """
 
@@ -63,14 +44,22 @@ class _DenseRetriever(BaseRetriever):
         failures: list[str],
         callback_manager: CallbackManager,
     ) -> None:
-        super().__init__(callback_manager=callback_manager)
+        assert store.vectors is not None
         self._store = store
         self._embed_model = embed_model
-        self._inner = _vector_index_retriever(store, embed_model, vector_store, candidates)
+        self._candidates = min(candidates, len(store.chunks))
+        self._faiss = store.faiss if vector_store is None else None
+        self._inner = (
+            None
+            if vector_store is None
+            else _vector_index_retriever(
+                store, embed_model, vector_store, self._candidates, callback_manager
+            )
+        )
         self._failures = failures
         self._paused_until = 0.0
-        # Per thread: concurrent queries share this retriever, and one query's outcome must not
-        # rescale another's scores (fusion runs its retrievers in the caller's thread).
+        # Per thread: concurrent queries share this ranking, and one query's outcome must not
+        # rescale another's scores.
         self._last = threading.local()
 
     @property
@@ -86,7 +75,8 @@ class _DenseRetriever(BaseRetriever):
     def _outcome(self, answered: bool, why_not: str | None) -> None:
         self._last.answered, self._last.why_not = answered, why_not
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+    def rank(self, question: str) -> list[int]:
+        """Chunk positions by cosine to the question, best first (positive cosines only)."""
         left = self._paused_until - time.monotonic()
         if left > 0:
             why = f"dense retrieval skipped for {left:.0f} s more after: {self._failures[-1]}"
@@ -94,15 +84,14 @@ class _DenseRetriever(BaseRetriever):
             return []
         assert self._store.vectors is not None
         try:
-            vector = self._embed_model.get_query_embedding(query_bundle.query_str)
+            vector = self._embed_model.get_query_embedding(question)
             if len(vector) != self._store.vectors.shape[1]:
                 raise IndexProblem(
                     f"the query embedding has {len(vector)} dimensions, the index "
                     f"{self._store.vectors.shape[1]}: the model changed; "
                     "rebuild with `arela index <repo>`"
                 )
-            # A bundle of our own: the caller's must not carry our model's vector elsewhere.
-            hits = self._inner.retrieve(QueryBundle(query_bundle.query_str, embedding=vector))
+            ranked = self._search(question, vector)
         except Exception as exc:  # an unreachable or broken embedder must not sink the query
             self._paused_until = time.monotonic() + PAUSE_AFTER_FAILURE
             self._failures.append(
@@ -112,25 +101,31 @@ class _DenseRetriever(BaseRetriever):
             self._outcome(False, self._failures[-1])
             return []
         self._outcome(True, None)
-        return _stored(self._store, hits)
+        return ranked
 
-
-def _stored(store: CodeStore, hits: list[NodeWithScore]) -> list[NodeWithScore]:
-    """Hits as the store's own nodes (no vectors attached), without zero-score ones."""
-    by_id = store.by_id
-    return [
-        NodeWithScore(node=by_id[h.node.node_id], score=h.score)
-        for h in hits
-        if (h.score or 0.0) > 0.0 and h.node.node_id in by_id
-    ]
+    def _search(self, question: str, vector: list[float]) -> list[int]:
+        if self._faiss is not None:
+            query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+            scores, found = self._faiss.search(query, self._candidates)
+            return [int(i) for s, i in zip(scores[0], found[0], strict=True) if i >= 0 and s > 0]
+        assert self._inner is not None
+        # A bundle of our own: the caller's must not carry our model's vector elsewhere.
+        hits = self._inner.retrieve(QueryBundle(question, embedding=vector))
+        position = self._store.position
+        return [
+            position[h.node.node_id]
+            for h in hits
+            if (h.score or 0.0) > 0.0 and h.node.node_id in position
+        ]
 
 
 class CodeMemoryRetriever(BaseRetriever):
-    """Code and doc chunks: FAISS (cosine) and identifier-aware BM25, fused by reciprocal rank.
+    """Code and doc chunks: BM25 over chunks and over whole files, and cosine (FAISS) when an
+    embedder is given, fused by reciprocal rank.
 
     Without an embedder (offline, no static model) it is sparse only. Scores are in [0, 1]: a
-    chunk ranked first by both signals scores 1.0, first by one of two 0.5. The embedder must be
-    the model that made the store's vectors.
+    chunk ranked first by both the sparse and the dense ranking scores 1.0, first by one of two
+    0.5. The embedder must be the model that made the store's vectors.
 
     >>> retriever = CodeMemoryRetriever(CodeStore.load(path), top_k=5)  # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]  # doctest: +SKIP
@@ -143,7 +138,7 @@ class CodeMemoryRetriever(BaseRetriever):
         embed_model: BaseEmbedding | None = None,
         top_k: int = 8,
         vector_store: BasePydanticVectorStore | None = None,
-        candidates: int = 50,
+        candidates: int = CANDIDATES,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         # The Settings manager, as stock retrievers use: each top-level query resets its event
@@ -155,26 +150,16 @@ class CodeMemoryRetriever(BaseRetriever):
         self._store = store
         self.top_k = top_k
         self.failures: list[str] = []
-        candidates = max(candidates, top_k)
-        self._retrievers: list[BaseRetriever] = [
-            _SparseRetriever(store, candidates, callback_manager)
-        ]
-        self._dense: _DenseRetriever | None = None
-        if embed_model is not None and store.vectors is not None and not store.is_empty():
+        self._candidates = max(candidates, top_k)
+        self._dense: _DenseRanking | None = None
+        if store.is_empty():
+            return
+        self._search = store.search  # built now, not in the first query
+        if embed_model is not None and store.vectors is not None:
             _check_model(store, embed_model)
-            self._dense = _DenseRetriever(
-                store, embed_model, vector_store, candidates, self.failures, callback_manager
+            self._dense = _DenseRanking(
+                store, embed_model, vector_store, self._candidates, self.failures, callback_manager
             )
-            self._retrievers.insert(0, self._dense)
-        self._fusion = QueryFusionRetriever(
-            self._retrievers,
-            llm=MockLLM(),  # never called with num_queries=1; keeps Settings.llm (OpenAI) away
-            mode=FUSION_MODES.RECIPROCAL_RANK,
-            similarity_top_k=top_k,
-            num_queries=1,
-            use_async=False,
-            callback_manager=callback_manager,
-        )
 
     @property
     def dense(self) -> bool:
@@ -187,21 +172,21 @@ class CodeMemoryRetriever(BaseRetriever):
         return self._dense.why_not if self._dense is not None else None
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        if not query_bundle.query_str.strip():
+        question = query_bundle.query_str
+        if not question.strip() or self._store.is_empty():
             return []
-        hits = self._fusion.retrieve(query_bundle)[: self.top_k]
-        # RRF gives each signal 1/(k + rank), rank from 0: the best possible sum is signals/k.
-        # A dense side that failed is no signal (as in sparse-only mode).
-        signals = len(self._retrievers) - (self._dense is not None and not self._dense.answered)
-        best = signals / _RRF_K
-        return [
-            fresh(_text_node(h), min(1.0, (h.score or 0.0) / best), retriever="code") for h in hits
-        ]
-
-
-def _text_node(hit: NodeWithScore) -> TextNode:
-    assert isinstance(hit.node, TextNode)
-    return hit.node
+        rankings = []
+        if self._dense is not None:
+            dense = self._dense.rank(question)
+            if self._dense.answered:  # a dense side that failed is no signal
+                rankings.append(dense)
+        rankings.append(self._search.rank(question, self._candidates))
+        fused = fuse(rankings)
+        best = sorted(fused, key=fused.__getitem__, reverse=True)[: self.top_k]
+        # Each ranking gives 1/(k + rank), rank from 0: the best possible sum is rankings/k.
+        most = len(rankings) / RRF_K
+        chunks = self._store.chunks
+        return [fresh(chunks[i], min(1.0, fused[i] / most), retriever="code") for i in best]
 
 
 def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:
@@ -221,17 +206,14 @@ def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:
 def _vector_index_retriever(
     store: CodeStore,
     embed_model: BaseEmbedding,
-    vector_store: BasePydanticVectorStore | None,
+    vector_store: BasePydanticVectorStore,
     candidates: int,
+    callback_manager: CallbackManager,
 ) -> BaseRetriever:
+    """The store's chunks and vectors added to a caller's vector store, as a retriever."""
     from llama_index.core import StorageContext, VectorStoreIndex
 
     assert store.vectors is not None
-    if vector_store is None:
-        import faiss
-        from llama_index.vector_stores.faiss import FaissVectorStore
-
-        vector_store = FaissVectorStore(faiss_index=faiss.IndexFlatIP(store.vectors.shape[1]))
     nodes = [
         c.model_copy(update={"embedding": v.tolist()})
         for c, v in zip(store.chunks, store.vectors, strict=True)
@@ -240,5 +222,6 @@ def _vector_index_retriever(
         nodes,
         storage_context=StorageContext.from_defaults(vector_store=vector_store),
         embed_model=embed_model,
+        callback_manager=callback_manager,
     )
     return index.as_retriever(similarity_top_k=min(candidates, len(nodes)))
