@@ -1,0 +1,235 @@
+"""Ranking in the code memory: chunk BM25 and whole-file BM25 fused; long issue-like questions
+lean to source files; the fast path ranks as the stock BM25Retriever scores; any vector store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from gitrepo import GitRepo
+from llama_index.core.schema import NodeWithScore
+from llama_index.core.vector_stores import SimpleVectorStore
+
+from arela_index.index import ArelaIndex
+from arela_index.retrievers.code import CodeMemoryRetriever
+from arela_index.static_embedding import default_static_embedding
+from arela_index.text import expand_identifiers
+
+RETRY = '''"""Retrying failed jobs."""
+
+import random
+
+MAX_ATTEMPTS = 5
+
+
+def backoff_delay(attempt: int, base: float = 0.5) -> float:
+    """Seconds to wait before the next attempt: the base, doubled per attempt already made."""
+    return base * 2**attempt
+
+
+def add_jitter(delay: float) -> float:
+    """Spread the retries of many workers apart so they do not hit the broker together."""
+    return delay * random.uniform(0.8, 1.2)
+
+
+def should_retry(error: Exception, attempt: int) -> bool:
+    """Timeouts and dropped connections are worth another attempt, up to MAX_ATTEMPTS."""
+    return attempt < MAX_ATTEMPTS and isinstance(error, (TimeoutError, ConnectionError))
+'''
+
+WORKER = '''"""The worker loop: take a job, run it, record the outcome."""
+
+from jobrunner.retry import add_jitter, backoff_delay, should_retry
+
+
+class Worker:
+    """Runs jobs from one queue until told to stop."""
+
+    def __init__(self, queue, clock):
+        self.queue = queue
+        self.clock = clock
+
+    def run_once(self):
+        job = self.queue.take()
+        try:
+            job.run()
+        except Exception as error:
+            if should_retry(error, job.attempt):
+                job.attempt += 1
+                self.clock.sleep(add_jitter(backoff_delay(job.attempt)))
+                self.queue.put(job)
+            else:
+                self.queue.fail(job, error)
+'''
+
+QUEUE = '''"""An in-memory job queue."""
+
+from collections import deque
+
+
+class JobQueue:
+    """First in, first out; failed jobs are kept apart with their error."""
+
+    def __init__(self):
+        self.jobs = deque()
+        self.failed = []
+
+    def put(self, job):
+        self.jobs.append(job)
+
+    def take(self):
+        return self.jobs.popleft()
+
+    def fail(self, job, error):
+        self.failed.append((job, error))
+'''
+
+RETRIES_DOC = """# Retries
+
+When a job fails with a timeout or a dropped connection, the worker retries it. Each retry
+waits for the backoff delay: the delay doubles with every attempt, and jitter spreads the
+retries of many workers apart. After the fifth attempt the job is failed for good and kept
+with its error. Set the attempts, the delay and the jitter in `jobrunner.toml`.
+
+## Configuring retries
+
+To configure retries, set `max_attempts`, `backoff_base` and `jitter` in `jobrunner.toml`.
+A job that keeps failing with a timeout is retried until its attempts run out.
+"""
+
+CHANGELOG = """# Changelog
+
+## 1.4.0
+
+- Retries: a job that fails with a timeout or a dropped connection is retried with a backoff
+  delay that doubles per attempt; jitter spreads the retries of many workers apart.
+- Retries stop after the fifth attempt; the job is then failed and kept with its error.
+
+## 1.3.0
+
+- The worker retries jobs after a timeout.
+"""
+
+TEST_RETRY = """from jobrunner.retry import add_jitter, backoff_delay, should_retry
+
+
+def test_a_timeout_is_retried_until_the_fifth_attempt():
+    assert should_retry(TimeoutError("job timed out"), attempt=1)
+    assert not should_retry(TimeoutError("job timed out"), attempt=5)
+
+
+def test_the_backoff_delay_doubles_per_attempt_and_jitter_spreads_retries():
+    assert backoff_delay(3) == 2 * backoff_delay(2)
+    delays = {add_jitter(backoff_delay(2)) for _ in range(20)}
+    assert len(delays) > 1
+
+
+def test_a_dropped_connection_is_retried_but_a_value_error_is_not():
+    assert should_retry(ConnectionError("connection dropped"), attempt=2)
+    assert not should_retry(ValueError("bad job"), attempt=2)
+"""
+
+FILES: dict[str, str | bytes] = {
+    "src/jobrunner/retry.py": RETRY,
+    "src/jobrunner/worker.py": WORKER,
+    "src/jobrunner/queue.py": QUEUE,
+    "docs/retries.md": RETRIES_DOC,
+    "CHANGELOG.md": CHANGELOG,
+    "tests/test_retry.py": TEST_RETRY,
+}
+
+# An issue report: the words of the fix are spread over three functions of retry.py, while the
+# docs, the changelog and the tests use them all in one place each.
+ISSUE = """Jobs are retried forever after a timeout when the connection is dropped
+
+When a job fails with a timeout and the connection is dropped at the same time, the worker
+keeps retrying it: I counted more than twenty attempts instead of five. The backoff delay also
+stops doubling after a few attempts, and with jitter the retries of our workers still hit the
+broker together. I expected a job to be failed for good after the fifth attempt and kept with
+its error, as the changelog for 1.4.0 says. Steps: run a worker, make every job raise
+TimeoutError, drop the connection, and watch the attempts count up in the log.
+"""
+
+
+def _indexed(folder: Path, embedding: str) -> ArelaIndex:
+    """The jobrunner repository, committed and indexed offline (`embedding`: none / static)."""
+    repo = GitRepo(folder / "jobrunner")
+    repo.commit(FILES, "jobrunner with retries")
+    persist = str(folder / "index")
+    config: dict[str, Any] = {"offline_embedding": embedding, "show_progress": False}
+    return ArelaIndex.build(repo.root, persist_dir=persist, offline=True, **config)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
+    return _indexed(tmp_path_factory.mktemp("ranking"), "none")
+
+
+def _files(hits: list[NodeWithScore]) -> list[str]:
+    return list(dict.fromkeys(h.node.metadata["file_path"] for h in hits))
+
+
+def _chunk_bm25(index: ArelaIndex, question: str) -> list[NodeWithScore]:
+    """The plain chunk BM25 this memory is built on (llama_index's retriever), as chunks."""
+    stock = index.code.bm25
+    stock.similarity_top_k = len(index.code.chunks)
+    hits = stock.retrieve(expand_identifiers(question))
+    return [NodeWithScore(node=index.code.by_id[h.node.node_id], score=h.score) for h in hits]
+
+
+def test_a_long_issue_ranks_the_file_to_fix_first_where_chunk_bm25_does_not(
+    index: ArelaIndex,
+) -> None:
+    assert _files(_chunk_bm25(index, ISSUE))[0] != "src/jobrunner/retry.py"
+    hits = index.code_retriever(top_k=5).retrieve(ISSUE)
+    assert _files(hits)[0] == "src/jobrunner/retry.py"
+    # The docs, the changelog and the test still come, after the source files.
+    assert {"docs/retries.md", "CHANGELOG.md", "tests/test_retry.py"} & set(
+        _files(index.code_retriever(top_k=20).retrieve(ISSUE))
+    )
+
+
+def test_a_short_how_to_question_still_answers_from_the_docs(index: ArelaIndex) -> None:
+    hits = index.code_retriever(top_k=3).retrieve("how do I configure retries?")
+    assert hits[0].node.metadata["file_path"] == "docs/retries.md"
+
+
+def test_a_short_question_naming_a_function_keeps_the_first_source_of_chunk_bm25(
+    index: ArelaIndex,
+) -> None:
+    for name in ("add_jitter", "backoff_delay", "should_retry"):
+        question = f"what does {name} do?"
+        hits = index.code_retriever(top_k=3).retrieve(question)
+        assert hits[0].node.node_id == _chunk_bm25(index, question)[0].node.node_id
+        assert hits[0].score == pytest.approx(1.0)
+        assert f"jobrunner.retry.{name}" in [h.node.metadata["symbol"] for h in hits]
+
+
+def test_the_chunk_scores_are_the_stock_bm25_retrievers(index: ArelaIndex) -> None:
+    for question in ("what does add_jitter do?", ISSUE, "backoffDelay of the JobQueue"):
+        expected = {h.node.node_id: h.score for h in _chunk_bm25(index, question) if h.score}
+        scores = index.code.search.chunk_scores(question)
+        found = {index.code.chunks[i].node_id: scores[i] for i in np.flatnonzero(scores)}
+        assert found.keys() == expected.keys()
+        for node_id, score in expected.items():
+            assert found[node_id] == pytest.approx(score, rel=1e-5)
+
+
+def test_words_the_repository_never_uses_find_nothing(index: ArelaIndex) -> None:
+    assert index.code_retriever(top_k=3).retrieve("kubernetes helm chart") == []
+
+
+def test_a_vector_store_of_the_callers_ranks_as_the_built_in_faiss(tmp_path: Path) -> None:
+    hybrid = _indexed(tmp_path, "static")
+    embed = default_static_embedding()
+    built_in = CodeMemoryRetriever(hybrid.code, embed, top_k=6)
+    theirs = CodeMemoryRetriever(hybrid.code, embed, top_k=6, vector_store=SimpleVectorStore())
+    assert built_in.dense and theirs.dense
+    for question in ("spread retries apart", "wait longer after each failure", ISSUE):
+        ours = [(h.node.node_id, round(h.score or 0.0, 6)) for h in built_in.retrieve(question)]
+        assert ours == [
+            (h.node.node_id, round(h.score or 0.0, 6)) for h in theirs.retrieve(question)
+        ]
+        assert ours
