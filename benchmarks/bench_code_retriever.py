@@ -9,8 +9,9 @@ Loads an offline-built index (build one with `python -m arela_index index REPO -
 up, then `--rounds` times, and prints the median and p95 milliseconds of one `retrieve`: for
 the short questions of `--questions` and, apart, for the long ones of `--long` (issue texts,
 JSONL with a `question` field). The store's own `BM25Retriever` (llama_index's, asked for the
-same top-k) is timed over the same questions for reference. Only the public API is used, so the
-same script measures an older checkout (PYTHONPATH=<checkout>).
+same top-k) is timed over the same questions for reference; an index with vectors is also asked
+through `index.code_retriever()` (dense and sparse, with the index's embedder). Only the public
+API is used, so the same script measures an older checkout (PYTHONPATH=<checkout>).
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def main() -> None:
     started = time.perf_counter()
     retriever = CodeMemoryRetriever(store, top_k=args.top_k)
     setup = (time.perf_counter() - started) * 1000
+    systems: dict[str, Callable[[str], Any]] = {"CodeMemoryRetriever": retriever.retrieve}
+    if store.embedding is not None and index.embed_model is not None:
+        hybrid = index.code_retriever(top_k=args.top_k)  # dense too, with the index's embedder
+        systems[f"... + {store.embedding.label}"] = hybrid.retrieve
     bm25 = store.bm25
 
     def stock(question: str) -> Any:
@@ -83,18 +88,14 @@ def main() -> None:
         return bm25.retrieve(question)
 
     print(f"index {args.index}: {len(store.chunks)} chunks; retriever made in {setup:.0f} ms")
+    systems["its BM25Retriever alone"] = stock
     sets = {"short": questions_of(args.questions), "long": questions_of(args.long)}
     for name, questions in sets.items():
         if not questions:
             continue
         rounds = args.rounds if name == "short" else max(1, args.rounds // 2)
-        print(
-            line(
-                f"CodeMemoryRetriever, {name} questions",
-                timed(retriever.retrieve, questions, rounds),
-            )
-        )
-        print(line(f"its BM25Retriever alone, {name} questions", timed(stock, questions, rounds)))
+        for label, ask in systems.items():
+            print(line(f"{label}, {name} questions", timed(ask, questions, rounds)))
 
 
 if __name__ == "__main__":
