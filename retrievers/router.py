@@ -111,15 +111,11 @@ class ArelaRouterRetriever(RouterRetriever):
         compared: Sequence[str] = (),
     ) -> list[NodeWithScore]:
         """Retrieve from the named memories (or tool indexes), fused; for retries after grading."""
-        bundle, trace = _bundle(query), trace or Trace(question=_bundle(query).query_str)
-        parts = self._parts(memories, bundle, trace, compared)
+        bundle = _bundle(query)
+        trace = trace or Trace(question=bundle.query_str)
+        target = self._target(self._parts(memories, bundle, trace, compared))
         with trace.time("retrieve"):
-            if not parts:
-                found: list[NodeWithScore] = []
-            elif len(parts) == 1:
-                found = parts[0].retrieve(bundle)
-            else:
-                found = self._fusion(parts).retrieve(bundle)
+            found = target.retrieve(bundle) if target else []
         return self._finish(found, trace)
 
     async def aretrieve_from(
@@ -129,15 +125,11 @@ class ArelaRouterRetriever(RouterRetriever):
         trace: Trace | None = None,
         compared: Sequence[str] = (),
     ) -> list[NodeWithScore]:
-        bundle, trace = _bundle(query), trace or Trace(question=_bundle(query).query_str)
-        parts = self._parts(memories, bundle, trace, compared)
+        bundle = _bundle(query)
+        trace = trace or Trace(question=bundle.query_str)
+        target = self._target(self._parts(memories, bundle, trace, compared))
         with trace.time("retrieve"):
-            if not parts:
-                found: list[NodeWithScore] = []
-            elif len(parts) == 1:
-                found = await parts[0].aretrieve(bundle)
-            else:
-                found = await self._fusion(parts).aretrieve(bundle)
+            found = await target.aretrieve(bundle) if target else []
         return self._finish(found, trace)
 
     # -- BaseRetriever ----------------------------------------------------------------------
@@ -205,6 +197,12 @@ class ArelaRouterRetriever(RouterRetriever):
 
     def _name(self, index: int) -> str:
         return self._metadatas[index].name or self._memory_of[index] or f"tool {index}"
+
+    def _target(self, parts: list[BaseRetriever]) -> BaseRetriever | None:
+        """What one retrieval asks: nothing, the one memory chosen, or the fusion of several."""
+        if len(parts) > 1:
+            return self._fusion(parts)
+        return parts[0] if parts else None
 
     def _fusion(self, parts: list[BaseRetriever]) -> QueryFusionRetriever:
         return QueryFusionRetriever(
