@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.llms import LLM
@@ -290,15 +291,13 @@ class RelevanceGrader(BaseNodePostprocessor):
         out = []
         for node in nodes:
             meta = node.node.metadata
-            text = f"{meta.get('file_path') or ''} {meta.get('symbol') or ''} {node.node.get_content()}"
-            tokens = tokenize(text)
-            have = set(TermWeights.stems(tokens))
+            tokens, have, lowered = _profile(_graded_text(node))
             covered = sum(w for s, w in zip(stems, weights, strict=True) if s in have)
             coverage = covered / sum(weights) if terms else 0.5
             memory = str(meta.get("memory"))
             fit = max((_FIT.get(i, _DEFAULT_FIT).get(memory, 0.3) for i in intents), default=0.5)
             grade = score_w * float(node.score or 0.0) + coverage_w * coverage + fit_w * fit
-            named = not names or _mentions(text.lower(), set(tokens), names)
+            named = not names or _mentions(lowered, tokens, names)
             out.append((min(1.0, grade if named else grade * _NAME_MISSING), named))
         return out
 
@@ -418,9 +417,8 @@ class RelevanceGrader(BaseNodePostprocessor):
         if not names:
             return []
         for node in pool:
-            meta = node.node.metadata
-            text = f"{meta.get('file_path') or ''} {meta.get('symbol') or ''} {node.node.get_content()}"
-            if _mentions(text.lower(), set(tokenize(text)), names):
+            tokens, _, lowered = _profile(_graded_text(node))
+            if _mentions(lowered, tokens, names):
                 return []
         return names
 
@@ -473,7 +471,20 @@ def _name_keys(question: str) -> list[str]:
     return list(dict.fromkeys(k for k in keys if k))
 
 
-def _mentions(lowered: str, tokens: set[str], names: Sequence[str]) -> bool:
+def _graded_text(node: NodeWithScore) -> str:
+    meta = node.node.metadata
+    return f"{meta.get('file_path') or ''} {meta.get('symbol') or ''} {node.node.get_content()}"
+
+
+@lru_cache(maxsize=4096)
+def _profile(text: str) -> tuple[frozenset[str], frozenset[str], str]:
+    """A node text's tokens, their stems and its lower case: the same chunks come back question
+    after question, and tokenizing them again was most of the grading time."""
+    tokens = tokenize(text)
+    return frozenset(tokens), frozenset(TermWeights.stems(tokens)), text.lower()
+
+
+def _mentions(lowered: str, tokens: frozenset[str], names: Sequence[str]) -> bool:
     # Short names only as whole tokens: `io` must not match every `ratio`.
     return any(name in lowered if len(name) > 3 else name in tokens for name in names)
 

@@ -95,11 +95,15 @@ def make_node(
 def fresh(node: BaseNode, score: float | None, **extra: Any) -> NodeWithScore:
     """A copy a caller may mutate without touching the stored node; `extra` goes to hidden keys."""
     # Metadata values are plain scalars (and the shared per-query trace), so copying the dict and
-    # the key lists is enough: a deep copy costs more than the retrieval itself.
-    copy = node.model_copy()
-    copy.metadata = {**node.metadata, **extra}
-    copy.excluded_llm_metadata_keys = sorted({*node.excluded_llm_metadata_keys, *extra})
-    copy.excluded_embed_metadata_keys = sorted({*node.excluded_embed_metadata_keys, *extra})
+    # the key lists is enough: a deep copy costs more than the retrieval itself. `update` skips
+    # re-validating what the stored node already passed, half the cost of assigning each field.
+    copy = node.model_copy(
+        update={
+            "metadata": {**node.metadata, **extra},
+            "excluded_llm_metadata_keys": sorted({*node.excluded_llm_metadata_keys, *extra}),
+            "excluded_embed_metadata_keys": sorted({*node.excluded_embed_metadata_keys, *extra}),
+        }
+    )
     return NodeWithScore(node=copy, score=score)
 
 

@@ -113,9 +113,12 @@ class ArelaRouterRetriever(RouterRetriever):
         """Retrieve from the named memories (or tool indexes), fused; for retries after grading."""
         bundle = _bundle(query)
         trace = trace or Trace(question=bundle.query_str)
-        target = self._target(self._parts(memories, bundle, trace, compared))
+        parts = self._parts(memories, bundle, trace, compared)
         with trace.time("retrieve"):
-            found = target.retrieve(bundle) if target else []
+            if len(parts) > 1:
+                found = self._fusion(parts).retrieve(bundle)
+            else:  # the memory asked directly: a span of the part's own would only repeat its
+                found = parts[0].run(bundle) if parts else []
         return self._finish(found, trace)
 
     async def aretrieve_from(
@@ -127,9 +130,12 @@ class ArelaRouterRetriever(RouterRetriever):
     ) -> list[NodeWithScore]:
         bundle = _bundle(query)
         trace = trace or Trace(question=bundle.query_str)
-        target = self._target(self._parts(memories, bundle, trace, compared))
+        parts = self._parts(memories, bundle, trace, compared)
         with trace.time("retrieve"):
-            found = await target.aretrieve(bundle) if target else []
+            if len(parts) > 1:
+                found = await self._fusion(parts).aretrieve(bundle)
+            else:
+                found = await parts[0].arun(bundle) if parts else []
         return self._finish(found, trace)
 
     # -- BaseRetriever ----------------------------------------------------------------------
@@ -165,8 +171,8 @@ class ArelaRouterRetriever(RouterRetriever):
         bundle: QueryBundle,
         trace: Trace,
         compared: Sequence[str],
-    ) -> list[BaseRetriever]:
-        parts: list[BaseRetriever] = []
+    ) -> list[_Part]:
+        parts: list[_Part] = []
         for index in self._indexes(memories):
             name = self._name(index)
             retriever = self._retrievers[index]
@@ -198,15 +204,9 @@ class ArelaRouterRetriever(RouterRetriever):
     def _name(self, index: int) -> str:
         return self._metadatas[index].name or self._memory_of[index] or f"tool {index}"
 
-    def _target(self, parts: list[BaseRetriever]) -> BaseRetriever | None:
-        """What one retrieval asks: nothing, the one memory chosen, or the fusion of several."""
-        if len(parts) > 1:
-            return self._fusion(parts)
-        return parts[0] if parts else None
-
-    def _fusion(self, parts: list[BaseRetriever]) -> QueryFusionRetriever:
+    def _fusion(self, parts: list[_Part]) -> QueryFusionRetriever:
         return QueryFusionRetriever(
-            parts,
+            list[BaseRetriever](parts),
             llm=self._llm,
             mode=FUSION_MODES.RECIPROCAL_RANK,
             similarity_top_k=self.top_k * _SPARE,
@@ -236,7 +236,7 @@ class _Part(BaseRetriever):
         super().__init__()
         self._inner, self._label, self._trace, self._query = inner, label, trace, query
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+    def run(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
@@ -245,7 +245,7 @@ class _Part(BaseRetriever):
                 return self._failed(exc)
         return self._noted(found)
 
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+    async def arun(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
@@ -253,6 +253,12 @@ class _Part(BaseRetriever):
             except Exception as exc:  # one broken memory must not sink the others
                 return self._failed(exc)
         return self._noted(found)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.run(query_bundle)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await self.arun(query_bundle)
 
     def _noted(self, found: list[NodeWithScore]) -> list[NodeWithScore]:
         # A memory that degrades instead of failing (the code memory going sparse-only when its
