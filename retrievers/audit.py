@@ -208,7 +208,11 @@ class AuditLogRetriever(BaseRetriever):
     # -- searching -----------------------------------------------------------------------------
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        question = query_bundle.query_str
+        return self.search(query_bundle.query_str)
+
+    def search(self, question: str) -> list[NodeWithScore]:
+        """The memory's nodes for `question`: what `retrieve` returns, without LlamaIndex's span
+        and callback events (the router asks memories this way and times them in its trace)."""
         if not question.strip() or self._store.is_empty():
             return []
         try:

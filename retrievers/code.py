@@ -172,7 +172,11 @@ class CodeMemoryRetriever(BaseRetriever):
         return self._dense.why_not if self._dense is not None else None
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        question = query_bundle.query_str
+        return self.search(query_bundle.query_str)
+
+    def search(self, question: str) -> list[NodeWithScore]:
+        """The memory's nodes for `question`: what `retrieve` returns, without LlamaIndex's span
+        and callback events (the router asks memories this way and times them in its trace)."""
         if not question.strip() or self._store.is_empty():
             return []
         rankings = []

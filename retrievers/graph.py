@@ -101,9 +101,14 @@ class CodeGraphRetriever(BaseRetriever):
         self.fanout = max(1, fanout)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.search(query_bundle.query_str)
+
+    def search(self, text: str) -> list[NodeWithScore]:
+        """The memory's nodes for the question `text`: what `retrieve` returns, without LlamaIndex's span
+        and callback events (the router asks memories this way and times them in its trace)."""
         if self._store.is_empty():
             return []
-        question = understand(query_bundle.query_str, self._store)
+        question = understand(text, self._store)
         entities = question.entities[:2] if question.relation == "path" else question.entities
         ambiguous = next((e for e in entities if e.ambiguous), None)
         if ambiguous is not None:

@@ -20,6 +20,9 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
 from arela_index.nodes import normalise
+from arela_index.retrievers.audit import AuditLogRetriever
+from arela_index.retrievers.code import CodeMemoryRetriever
+from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 from arela_index.selectors.tools import memory_of
 from arela_index.text import STOPWORDS, words
@@ -54,6 +57,9 @@ _COMPARING = frozenset(
 )
 # Fusion cuts after de-duplication by node id, so it keeps some spare candidates.
 _SPARE = 2
+# Our memories are asked by `search`: LlamaIndex's span and callback events around `retrieve` cost
+# as much as a code search itself, and the trace already times each memory.
+_MEMORIES = (CodeMemoryRetriever, CodeGraphRetriever, AuditLogRetriever)
 
 
 class ArelaRouterRetriever(RouterRetriever):
@@ -89,7 +95,11 @@ class ArelaRouterRetriever(RouterRetriever):
         bundle = _bundle(query)
         trace = Trace(question=bundle.query_str)
         with trace.time("route"):
-            result = self._selector.select(self._metadatas, bundle)
+            result = (
+                self._selector.selection(bundle.query_str, self._metadatas)
+                if isinstance(self._selector, ArelaSelector)
+                else self._selector.select(self._metadatas, bundle)
+            )
         picks = self._record(result, trace)
         nodes = self.retrieve_from([i for i, _ in picks], bundle, trace, trace.compared)
         return nodes, trace
@@ -240,7 +250,11 @@ class _Part(BaseRetriever):
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
-                found = self._inner.retrieve(bundle)
+                found = (
+                    self._inner.search(bundle.query_str)
+                    if isinstance(self._inner, _MEMORIES)
+                    else self._inner.retrieve(bundle)
+                )
             except Exception as exc:  # one broken memory must not sink the others
                 return self._failed(exc)
         return self._noted(found)

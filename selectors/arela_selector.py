@@ -151,7 +151,11 @@ class ArelaSelector(BaseSelector):
     # -- BaseSelector -----------------------------------------------------------------------
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
-        return self._selection(self.route(query.query_str, choices))
+        return self.selection(query.query_str, choices)
+
+    def selection(self, question: str, choices: Sequence[ToolMetadata]) -> ArelaSelection:
+        """What `select` returns, without LlamaIndex's span around it (the router's hot path)."""
+        return self._selection(self.route(question, choices))
 
     async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
         return self._selection(await self.aroute(query.query_str, choices))
