@@ -142,8 +142,9 @@ class Vocabulary:
     def paths_named(self, path: str) -> list[str]:
         return list(self._by_path_suffix.get(path.lower().strip("./"), ()))
 
-    def find(self, question: str) -> Found:
-        mentions = extract_mentions(question)
+    def find(self, question: str, mentions: Mentions | None = None) -> Found:
+        """What the question names that this vocabulary knows (`mentions`: if already read)."""
+        mentions = mentions or extract_mentions(question)
         found = Found()
 
         def extend(target: list[str], items: Iterable[str]) -> bool:

@@ -105,7 +105,7 @@ def read_entities(question: str, vocabulary: Vocabulary | None, terms: frozenset
     a lower-case word like "scheduler" is a topic, not a name.
     """
     mentions = extract_mentions(question)
-    found = vocabulary.find(question) if vocabulary is not None else Found()
+    found = vocabulary.find(question, mentions) if vocabulary is not None else Found()
     entities = Entities(mentions, found)
     if vocabulary is not None:
         for name in mentions.names:
