@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from arela_index.languages import detect_language
@@ -39,6 +40,9 @@ def _is_path(token: str) -> bool:
     )
 
 
+# Several stages read the same question (selector, grader, graph, history): read it once. Small on
+# purpose: it spares re-reading within one query, not remembering questions.
+@lru_cache(maxsize=16)
 def extract_mentions(question: str) -> Mentions:
     """Pull out what a question names, without knowing the repository.
 

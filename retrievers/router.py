@@ -9,7 +9,9 @@ Out of scope: no nodes, and a trace that says so (not the stock `ValueError`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from llama_index.core.base.base_selector import BaseSelector, SelectorResult
 from llama_index.core.llms import LLM, MockLLM
@@ -87,6 +89,8 @@ class ArelaRouterRetriever(RouterRetriever):
         super().__init__(selector, retriever_tools, llm=llm or MockLLM(), verbose=verbose)
         self.top_k = top_k
         self._memory_of = {i: memory_of(meta) for i, meta in enumerate(self._metadatas)}
+        self._whole: dict[int, _Part] = {}  # one part per memory asked with the question itself
+        self._fusions: dict[tuple[_Part, ...], QueryFusionRetriever] = {}
 
     # -- the public surface ---------------------------------------------------------------
 
@@ -123,8 +127,8 @@ class ArelaRouterRetriever(RouterRetriever):
         """Retrieve from the named memories (or tool indexes), fused; for retries after grading."""
         bundle = _bundle(query)
         trace = trace or Trace(question=bundle.query_str)
-        parts = self._parts(memories, bundle, trace, compared)
-        with trace.time("retrieve"):
+        parts = self._parts(memories, bundle, compared)
+        with _routing(trace):
             if len(parts) > 1:
                 found = self._fusion(parts).retrieve(bundle)
             else:  # the memory asked directly: a span of the part's own would only repeat its
@@ -140,8 +144,8 @@ class ArelaRouterRetriever(RouterRetriever):
     ) -> list[NodeWithScore]:
         bundle = _bundle(query)
         trace = trace or Trace(question=bundle.query_str)
-        parts = self._parts(memories, bundle, trace, compared)
-        with trace.time("retrieve"):
+        parts = self._parts(memories, bundle, compared)
+        with _routing(trace):
             if len(parts) > 1:
                 found = await self._fusion(parts).aretrieve(bundle)
             else:
@@ -179,7 +183,6 @@ class ArelaRouterRetriever(RouterRetriever):
         self,
         memories: Sequence[str | int],
         bundle: QueryBundle,
-        trace: Trace,
         compared: Sequence[str],
     ) -> list[_Part]:
         parts: list[_Part] = []
@@ -187,11 +190,11 @@ class ArelaRouterRetriever(RouterRetriever):
             name = self._name(index)
             retriever = self._retrievers[index]
             if len(compared) >= 2 and self._memory_of[index] != "audit":
-                for entity in compared:
+                for entity in compared:  # sub-queries of this question: made for it alone
                     query = _subquery(bundle.query_str, entity, compared)
-                    parts.append(_Part(retriever, f"{name}:{entity}", trace, query))
+                    parts.append(_Part(retriever, f"{name}:{entity}", query))
             else:
-                parts.append(_Part(retriever, name, trace))
+                parts.append(self._whole.setdefault(index, _Part(retriever, name)))
         return parts
 
     def _indexes(self, memories: Sequence[str | int]) -> list[int]:
@@ -215,14 +218,21 @@ class ArelaRouterRetriever(RouterRetriever):
         return self._metadatas[index].name or self._memory_of[index] or f"tool {index}"
 
     def _fusion(self, parts: list[_Part]) -> QueryFusionRetriever:
-        return QueryFusionRetriever(
-            list[BaseRetriever](parts),
-            llm=self._llm,
-            mode=FUSION_MODES.RECIPROCAL_RANK,
-            similarity_top_k=self.top_k * _SPARE,
-            num_queries=1,
-            use_async=False,
-        )
+        # Made once per set of whole memories: making one costs more than a code search.
+        key = tuple(parts)
+        fusion = self._fusions.get(key)
+        if fusion is None:
+            fusion = QueryFusionRetriever(
+                list[BaseRetriever](parts),
+                llm=self._llm,
+                mode=FUSION_MODES.RECIPROCAL_RANK,
+                similarity_top_k=self.top_k * _SPARE,
+                num_queries=1,
+                use_async=False,
+            )
+            if all(part.whole for part in parts):
+                self._fusions[key] = fusion
+        return fusion
 
     def _finish(self, found: list[NodeWithScore], trace: Trace) -> list[NodeWithScore]:
         best: dict[str, NodeWithScore] = {}
@@ -237,14 +247,36 @@ class ArelaRouterRetriever(RouterRetriever):
         )
 
 
-class _Part(BaseRetriever):
-    """One memory (or one compared entity in it) inside a route: timed, and never raising."""
+# The trace of the route being retrieved, for the parts (shared between questions) to write to.
+_TRACE: ContextVar[Trace] = ContextVar("arela_route_trace")
 
-    def __init__(
-        self, inner: BaseRetriever, label: str, trace: Trace, query: str | None = None
-    ) -> None:
+
+@contextmanager
+def _routing(trace: Trace) -> Iterator[None]:
+    token = _TRACE.set(trace)
+    try:
+        with trace.time("retrieve"):
+            yield
+    finally:
+        _TRACE.reset(token)
+
+
+class _Part(BaseRetriever):
+    """One memory (or one compared entity in it) inside a route: timed in the route's trace, and
+    never raising."""
+
+    def __init__(self, inner: BaseRetriever, label: str, query: str | None = None) -> None:
         super().__init__()
-        self._inner, self._label, self._trace, self._query = inner, label, trace, query
+        self._inner, self._label, self._query = inner, label, query
+
+    @property
+    def whole(self) -> bool:
+        """Asked with the question itself, not a sub-query of it."""
+        return self._query is None
+
+    @property
+    def _trace(self) -> Trace:
+        return _TRACE.get()
 
     def run(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         bundle = QueryBundle(self._query) if self._query else query_bundle
