@@ -27,8 +27,8 @@ from arela_index.history import (
     FileChange,
     GitLogFailed,
     RepoFacts,
-    count_commits,
     is_ancestor,
+    list_commits,
     read_log,
     read_tags,
     repo_facts,
@@ -620,13 +620,15 @@ def _ingest(
     stats: dict[str, Any],
 ) -> int:
     """Append the commits after `since` (all of them without it); ids keep growing with newness."""
-    total = count_commits(root, since, facts.subfolder, facts.head or "HEAD")
-    total = min(total, max_commits) if max_commits else total
+    commits = list_commits(root, since, facts, max_commits)
+    total = len(commits)
     base = int(conn.execute("SELECT coalesce(max(id), 0) FROM commits").fetchone()[0])
     done = 0
+    log = read_log(root, facts=facts, commits=commits)
     try:
-        for batch in _batches(read_log(root, since, max_commits=total, facts=facts)):
-            _write_commits(conn, batch, base + total - done)
+        for batch in _batches(log):
+            # Parts of the history arrive interleaved: a commit's id follows from its position.
+            _write_commits(conn, [(base + total - position, c) for position, c in batch])
             done += len(batch)
     except GitLogFailed as exc:
         stats["partial"] = True
@@ -637,10 +639,10 @@ def _ingest(
     return done
 
 
-def _batches(commits: Iterable[Commit]) -> Iterator[list[Commit]]:
-    batch: list[Commit] = []
-    for commit in commits:
-        batch.append(commit)
+def _batches(commits: Iterable[tuple[int, Commit]]) -> Iterator[list[tuple[int, Commit]]]:
+    batch: list[tuple[int, Commit]] = []
+    for item in commits:
+        batch.append(item)
         if len(batch) >= _BATCH:
             yield batch
             batch = []
@@ -648,14 +650,13 @@ def _batches(commits: Iterable[Commit]) -> Iterator[list[Commit]]:
         yield batch
 
 
-def _write_commits(conn: sqlite3.Connection, batch: list[Commit], first_id: int) -> None:
-    """Insert commits given newest first; the first gets `first_id`, each next one id less."""
+def _write_commits(conn: sqlite3.Connection, batch: list[tuple[int, Commit]]) -> None:
+    """Insert (id, commit) pairs."""
     rows: list[tuple[Any, ...]] = []
     files: list[tuple[Any, ...]] = []
     symbols: list[tuple[int, str, str]] = []
     fts: list[tuple[Any, ...]] = []
-    for offset, c in enumerate(batch):
-        cid = first_id - offset
+    for cid, c in batch:
         rows.append(
             (
                 cid,

@@ -9,15 +9,16 @@ hunk lengths gives exactly `--numstat`'s figures without a second diff.
 from __future__ import annotations
 
 import os
+import queue
 import re
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
 
 from arela_index.languages import detect_language, is_doc
 from arela_index.scanner import git, git_head, redact_secrets
@@ -28,8 +29,10 @@ _RECORD = b"\x00\x1e"
 _FORMAT = "%x00%x1e%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
 _FIELDS = 8
 _CHUNK = 1 << 20
-# Below this many commits per process a second git costs more than it saves.
-_MIN_PART = 1500
+# Commits per git process: enough that starting git is negligible, few enough that the parts
+# still running at the end are short.
+_MIN_PART = 250
+_PART = 1000
 # Symbols kept per commit: a sweeping reformat touches thousands and says nothing about any one.
 MAX_SYMBOLS = 200
 
@@ -210,15 +213,29 @@ class GitLogFailed(RuntimeError):
     """`git log` stopped with an error (a corrupt object, a missing pack): history is incomplete."""
 
 
-def count_commits(
-    root: Path, since: str | None = None, subfolder: bool = False, tip: str = "HEAD"
-) -> int:
-    out = git(root, "rev-list", "--count", _revisions(since, tip), "--", *_limit(subfolder))
-    return int(out) if out and out.strip().isdigit() else 0
+def list_commits(
+    root: Path,
+    since: str | None = None,
+    facts: RepoFacts | None = None,
+    max_commits: int | None = None,
+) -> list[str]:
+    """Hashes of the commits `read_log` reads, newest first in git log's own order.
 
-
-def _revisions(since: str | None, tip: str) -> str:
-    return f"{since}..{tip}" if since else tip
+    Those reachable from the HEAD the facts saw (a commit made meanwhile waits for the next
+    refresh instead of shifting the log under a build) and, with `since`, not from it.
+    """
+    facts = facts or repo_facts(root)
+    tip = facts.head or "HEAD"
+    limit = [f"--max-count={max_commits}"] if max_commits else []
+    out = git(
+        root,
+        "rev-list",
+        *limit,
+        f"{since}..{tip}" if since else tip,
+        "--",
+        *_limit(facts.subfolder),
+    )
+    return out.decode("ascii", "replace").split() if out else []
 
 
 def read_log(
@@ -227,26 +244,26 @@ def read_log(
     max_commits: int | None = None,
     facts: RepoFacts | None = None,
     workers: int = 2,
-) -> Iterator[Commit]:
-    """Commits reachable from HEAD, newest first; with `since`, only those not reachable from it.
+    commits: list[str] | None = None,
+) -> Iterator[tuple[int, Commit]]:
+    """(position, commit) for the commits `list_commits` names; position 0 is the newest.
 
-    Merge commits come without files (their changes are the merged commits'). A shallow clone's
-    boundary commits come without files too: git would show them adding the whole tree. A long
-    history is split between `workers` git processes (diffing dominates the cost); the older parts
-    spool to temporary files while the newest part streams, so the order is git's own. In a
-    subfolder of a work tree only commits that touch it are read, with paths relative to it.
+    `commits` is that list when the caller has it already. Merge commits come without files
+    (their changes are the merged commits'). A shallow clone's boundary commits come without files
+    too: git would show them adding the whole tree. The list is cut into consecutive parts that
+    `workers` git processes diff at once (diffing dominates the cost), so commits of different
+    parts interleave as they arrive: sort by position for git's own order. In a subfolder of a
+    work tree only commits that touch it are read, with paths relative to it.
     """
     facts = facts or repo_facts(root)
-    boundaries, subfolder = facts.boundaries, facts.subfolder
-    # The HEAD commit as it was when the facts were read: a commit made meanwhile waits for the
-    # next refresh instead of shifting the log under a build.
-    revisions = _revisions(since, facts.head or "HEAD")
-    total = count_commits(root, since, subfolder, facts.head or "HEAD")
-    total = min(total, max_commits) if max_commits else total
-    if total == 0:
+    if commits is None:
+        commits = list_commits(root, since, facts, max_commits)
+    if not commits:
         return
-    parts = max(1, min(workers, total // _MIN_PART))
-    bounds = [total * i // parts for i in range(parts + 1)]
+    # Many small parts: a git that finishes early takes the next part, so a heavy stretch of
+    # history (a big generated file rewritten weekly) does not leave a core idle at the end.
+    size = max(_MIN_PART, min(_PART, -(-len(commits) // workers)))
+    starts = range(0, len(commits), size)
     with tempfile.TemporaryDirectory(prefix="arela-git-") as tmp:
         folder = Path(tmp)
         attributes = folder / "attributes"
@@ -258,45 +275,122 @@ def read_log(
             ),
             encoding="utf-8",
         )
-        procs: list[tuple[subprocess.Popen[bytes], Path | None]] = []
-        try:
-            for i in range(parts):
-                spool = folder / f"part{i}" if i else None
-                count = bounds[i + 1] - bounds[i]
-                command = _log_command(root, attributes, revisions, bounds[i], count, subfolder)
-                with open(folder / f"err{i}", "wb") as err:
-                    if spool is None:
-                        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
-                    else:
-                        with open(spool, "wb") as out:
-                            proc = subprocess.Popen(command, stdout=out, stderr=err)
-                procs.append((proc, spool))
-            for i, (proc, spool) in enumerate(procs):
-                if spool is None:
-                    assert proc.stdout is not None
-                    yield from _records(proc.stdout, boundaries)
-                proc.wait()
-                if proc.returncode != 0:
-                    detail = (
-                        (folder / f"err{i}").read_text(encoding="utf-8", errors="replace").strip()
+        command = _log_command(root, attributes, facts.subfolder)
+        parts = [commits[start : start + size] for start in starts]
+        splitters = [_Records() for _ in parts]
+        for part, chunk in _outputs(command, parts, workers, folder):
+            records = splitters[part].feed(chunk) if chunk else splitters[part].finish()
+            position = starts[part] + splitters[part].count - len(records)
+            for offset, record in enumerate(records):
+                yield position + offset, _parse(record, facts.boundaries)
+
+
+def _outputs(
+    command: list[str], parts: list[list[str]], workers: int, folder: Path
+) -> Iterator[tuple[int, bytes]]:
+    """(part, a chunk of the output of git logging its commits) as they come, `workers` gits at a
+    time; b"" ends a part.
+
+    Threads only move bytes (reading a pipe releases the GIL); a bounded queue makes git wait
+    when the consumer is behind, so memory stays small however long the history.
+    """
+    chunks: queue.Queue[tuple[int, bytes | BaseException]] = queue.Queue(maxsize=64)
+    pending = iter(range(len(parts)))
+    lock = threading.Lock()
+    stop = threading.Event()
+    running: dict[int, subprocess.Popen[bytes]] = {}
+
+    def put(item: tuple[int, bytes | BaseException]) -> bool:
+        while not stop.is_set():
+            try:
+                chunks.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def pump() -> None:
+        while not stop.is_set():
+            with lock:
+                part = next(pending, None)
+                if part is None or stop.is_set():
+                    return
+                listed = folder / f"commits{part}"
+                listed.write_text("\n".join(parts[part]) + "\n", encoding="ascii")
+                with open(listed, "rb") as stdin, open(folder / f"err{part}", "wb") as err:
+                    proc = subprocess.Popen(
+                        command, stdin=stdin, stdout=subprocess.PIPE, stderr=err, bufsize=0
                     )
-                    raise GitLogFailed(
-                        detail.splitlines()[-1] if detail else f"exit status {proc.returncode}"
-                    )
-                if spool is not None:
-                    with open(spool, "rb") as fh:
-                        yield from _records(fh, boundaries)
-        finally:
-            for proc, _ in procs:
-                if proc.stdout is not None:
-                    proc.stdout.close()
+                running[part] = proc
+            assert proc.stdout is not None
+            out = proc.stdout.fileno()
+            while chunk := os.read(
+                out, _CHUNK
+            ):  # whatever the pipe holds, without waiting for more
+                if not put((part, chunk)):
+                    return
+            if proc.wait() != 0:
+                detail = (folder / f"err{part}").read_text(encoding="utf-8", errors="replace")
+                lines = detail.strip().splitlines()
+                put((part, GitLogFailed(lines[-1] if lines else f"exit status {proc.returncode}")))
+                return
+            if not put((part, b"")):
+                return
+
+    threads = [threading.Thread(target=pump, daemon=True) for _ in range(min(workers, len(parts)))]
+    for thread in threads:
+        thread.start()
+    try:
+        ended = 0
+        while ended < len(parts):
+            part, item = chunks.get()
+            if isinstance(item, BaseException):
+                raise item
+            ended += not item
+            yield part, item
+    finally:
+        stop.set()
+        with lock:
+            for proc in running.values():
                 proc.kill()  # a consumer that stops early must not leave git running
-                proc.wait()
+        for thread in threads:
+            thread.join()
+        for proc in running.values():
+            if proc.stdout is not None:
+                proc.stdout.close()
+            proc.wait()
 
 
-def _log_command(
-    root: Path, attributes: Path, revisions: str, skip: int, count: int, subfolder: bool
-) -> list[str]:
+class _Records:
+    """Cuts one git's output into commit records as its chunks arrive."""
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+        self.count = 0  # records handed out so far
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        # The separator may straddle two chunks; joining only when a record ends keeps a huge
+        # commit's patch from being copied once per chunk.
+        straddles = bool(self._pending) and self._pending[-1].endswith(_RECORD[:1])
+        self._pending.append(chunk)
+        if _RECORD not in chunk and not (straddles and chunk.startswith(_RECORD[1:])):
+            return []
+        records = b"".join(self._pending).split(_RECORD)
+        self._pending = [records.pop()]
+        return self._counted([r for r in records if r])
+
+    def finish(self) -> list[bytes]:
+        last = b"".join(self._pending)
+        self._pending = []
+        return self._counted([last] if last else [])
+
+    def _counted(self, records: list[bytes]) -> list[bytes]:
+        self.count += len(records)
+        return records
+
+
+def _log_command(root: Path, attributes: Path, subfolder: bool) -> list[str]:
+    # The commits come on stdin, in order: no walk, so a part costs nothing to reach.
     return [
         "git", "-C", str(root),
         "-c", f"core.attributesFile={attributes}",
@@ -305,26 +399,14 @@ def _log_command(
         "-c", "diff.interHunkContext=0",  # fused hunks would count context lines as changed
         "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--encoding=UTF-8",
         "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", f"--format={_FORMAT}",
-        f"--skip={skip}", f"--max-count={count}", *(["--relative"] if subfolder else []),
-        revisions, "--", *_limit(subfolder),
+        "--no-walk=unsorted", "--stdin", *(["--relative"] if subfolder else []),
+        "--", *_limit(subfolder),
     ]  # fmt: skip
 
 
 def _limit(subfolder: bool) -> list[str]:
     # A pathspec simplifies history (merges, empty commits drop out): only pay that in a subfolder.
     return ["."] if subfolder else []
-
-
-def _records(stream: IO[bytes], boundaries: frozenset[str]) -> Iterator[Commit]:
-    pending = b""
-    while chunk := stream.read(_CHUNK):
-        records = (pending + chunk).split(_RECORD)
-        pending = records.pop()
-        for record in records:
-            if record:
-                yield _parse(record, boundaries)
-    if pending:
-        yield _parse(pending, boundaries)
 
 
 def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:

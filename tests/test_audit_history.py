@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitrepo import GitRepo
 
 from arela_index import history
-from arela_index.history import read_log, read_tags, repo_facts
+from arela_index.history import Commit, read_log, read_tags, repo_facts
 
 CONFIG_V1 = """import os
 
@@ -72,6 +73,11 @@ def repo(git_repo: GitRepo) -> GitRepo:
     return git_repo
 
 
+def read_commits(root: Path, **options: Any) -> list[Commit]:
+    """The commits `read_log` gives, in git's order (newest first)."""
+    return [commit for _, commit in sorted(read_log(root, **options), key=lambda p: p[0])]
+
+
 def numstat(root: Path) -> dict[tuple[str, str], tuple[int | None, int | None]]:
     """git's own per-file counts, the reference our hunk arithmetic must reproduce."""
     out = subprocess.run(
@@ -108,7 +114,7 @@ def numstat(root: Path) -> dict[tuple[str, str], tuple[int | None, int | None]]:
 
 
 def test_commits_come_newest_first_with_author_date_and_message(repo: GitRepo) -> None:
-    commits = list(read_log(repo.root))
+    commits = read_commits(repo.root)
     assert [c.subject for c in commits] == [
         "Move readme",
         "Add helper and logo",
@@ -125,9 +131,11 @@ def test_commits_come_newest_first_with_author_date_and_message(repo: GitRepo) -
 
 def test_line_counts_equal_git_numstat(repo: GitRepo) -> None:
     reference = numstat(repo.root)
-    ours = {(c.hash, f.path): (f.added, f.removed) for c in read_log(repo.root) for f in c.files}
+    ours = {
+        (c.hash, f.path): (f.added, f.removed) for c in read_commits(repo.root) for f in c.files
+    }
     assert ours == reference
-    assert reference[(list(read_log(repo.root))[2].hash, "src/config.py")] == (3, 2)
+    assert reference[(read_commits(repo.root)[2].hash, "src/config.py")] == (3, 2)
 
 
 def test_user_config_does_not_change_what_is_read(repo: GitRepo) -> None:
@@ -140,7 +148,9 @@ def test_user_config_does_not_change_what_is_read(repo: GitRepo) -> None:
     ]:
         repo.git("config", key, value)
     reference = numstat(repo.root)
-    ours = {(c.hash, f.path): (f.added, f.removed) for c in read_log(repo.root) for f in c.files}
+    ours = {
+        (c.hash, f.path): (f.added, f.removed) for c in read_commits(repo.root) for f in c.files
+    }
     assert ours == reference
 
 
@@ -152,13 +162,13 @@ def test_mailmap_names_one_person_once(git_repo: GitRepo) -> None:
         author="Alice Liddell",
         email="alice@new.example",
     )
-    assert {(c.author, c.email) for c in read_log(git_repo.root)} == {
+    assert {(c.author, c.email) for c in read_commits(git_repo.root)} == {
         ("Alice Liddell", "alice@new.example")
     }
 
 
 def test_renames_binaries_and_unusual_names(repo: GitRepo) -> None:
-    newest, logo_commit = list(read_log(repo.root))[:2]
+    newest, logo_commit = read_commits(repo.root)[:2]
     moved = {f.path: f for f in newest.files}
     assert moved["docs/README.md"].old_path == "README.md"
     assert "docs/my notes.md" in moved
@@ -167,7 +177,7 @@ def test_renames_binaries_and_unusual_names(repo: GitRepo) -> None:
 
 
 def test_functions_touched_come_from_hunk_headers_and_definition_lines(repo: GitRepo) -> None:
-    newest_first = list(read_log(repo.root))
+    newest_first = read_commits(repo.root)
     strip, added = newest_first[2], newest_first[1]
     # Edits inside two bodies: git's python funcname pattern names the enclosing def.
     assert {name for _, name in strip.symbols} == {"parse_config", "load"}
@@ -189,7 +199,7 @@ def test_merge_commits_are_kept_and_marked(git_repo: GitRepo) -> None:
         "GIT_COMMITTER_DATE": "2024-02-04T10:00:00+00:00",
     }
     git_repo.git("merge", "-q", "--no-ff", "feature", "-m", "Merge branch feature", env=env)
-    commits = list(read_log(git_repo.root))
+    commits = read_commits(git_repo.root)
     merge = commits[0]
     assert merge.subject == "Merge branch feature"
     assert merge.is_merge and len(merge.parents) == 2
@@ -205,17 +215,20 @@ def test_merge_commits_are_kept_and_marked(git_repo: GitRepo) -> None:
 def test_split_between_git_processes_keeps_git_order(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    single = list(read_log(repo.root, workers=1))
+    single = read_commits(repo.root, workers=1)
     monkeypatch.setattr(history, "_MIN_PART", 1)
-    split = list(read_log(repo.root, workers=3))
-    assert split == single
+    monkeypatch.setattr(history, "_PART", 1)  # one git per commit, three at a time
+    positions = [position for position, _ in read_log(repo.root, workers=3)]
+    assert sorted(positions) == list(range(len(single)))  # each commit once, each position once
+    assert read_commits(repo.root, workers=3) == single
+    assert read_commits(repo.root, workers=2, since=single[3].hash) == single[:3]
 
 
 def test_only_commits_after_a_given_one_and_a_limit(repo: GitRepo) -> None:
-    all_commits = list(read_log(repo.root))
-    after = list(read_log(repo.root, since=all_commits[2].hash))
+    all_commits = read_commits(repo.root)
+    after = read_commits(repo.root, since=all_commits[2].hash)
     assert [c.hash for c in after] == [c.hash for c in all_commits[:2]]
-    assert [c.hash for c in read_log(repo.root, max_commits=1)] == [all_commits[0].hash]
+    assert [c.hash for c in read_commits(repo.root, max_commits=1)] == [all_commits[0].hash]
 
 
 def test_a_commit_made_during_a_build_waits_for_the_next_one(repo: GitRepo) -> None:
@@ -223,14 +236,16 @@ def test_a_commit_made_during_a_build_waits_for_the_next_one(repo: GitRepo) -> N
     repo.commit(
         {"late.py": "z = 1\n"}, "Committed while indexing", date="2024-01-10T08:00:00+00:00"
     )
-    assert "Committed while indexing" not in [c.subject for c in read_log(repo.root, facts=facts)]
-    assert [c.subject for c in read_log(repo.root, since=facts.head)] == [
+    assert "Committed while indexing" not in [
+        c.subject for c in read_commits(repo.root, facts=facts)
+    ]
+    assert [c.subject for c in read_commits(repo.root, since=facts.head)] == [
         "Committed while indexing"
     ]
 
 
 def test_a_subfolder_reads_only_its_own_history_with_relative_paths(repo: GitRepo) -> None:
-    commits = list(read_log(repo.root / "src"))
+    commits = read_commits(repo.root / "src")
     assert [c.subject for c in commits] == [
         "Add helper and logo",
         "Strip config text",
@@ -253,18 +268,37 @@ def test_facts_of_plain_folders_empty_repositories_and_shallow_clones(
     plain = tmp_path / "plain"
     plain.mkdir()
     assert not repo_facts(plain).is_git
-    assert list(read_log(plain)) == []
+    assert read_commits(plain) == []
     empty = GitRepo(tmp_path / "empty")
     facts = repo_facts(empty.root)
     assert facts.is_git and facts.head is None
-    assert list(read_log(empty.root)) == []
+    assert read_commits(empty.root) == []
     clone = tmp_path / "clone"
     subprocess.run(
         ["git", "clone", "-q", "--depth", "2", f"file://{repo.root}", str(clone)], check=True
     )
     facts = repo_facts(clone)
     assert facts.shallow and len(facts.boundaries) == 1
-    commits = list(read_log(clone, facts=facts))
+    commits = read_commits(clone, facts=facts)
     assert len(commits) == 2
     assert commits[-1].boundary and commits[-1].files == ()  # not "added every file"
     assert not commits[0].boundary and commits[0].files
+
+
+def test_a_reader_that_stops_early_leaves_no_git_running(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+
+    class Recorded(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(history.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(history, "_MIN_PART", 1)
+    monkeypatch.setattr(history, "_PART", 1)
+    log = read_log(repo.root, workers=2)
+    next(log)
+    log.close()
+    assert started and all(proc.returncode is not None for proc in started)
