@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.llms import LLM
@@ -15,11 +14,11 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from arela_index.entities import Vocabulary, extract_mentions
 from arela_index.errors import OllamaUnavailable
+from arela_index.node_text import NodeText
 from arela_index.nodes import fresh
 from arela_index.rewrite import closest_names, content_terms, offline_rewrite
 from arela_index.selectors.intents import STRUCTURAL, SUBSTITUTE, TEMPORAL
 from arela_index.term_weights import TermWeights
-from arela_index.text import tokenize
 from arela_index.trace import TRACE_KEY, Trace
 
 if TYPE_CHECKING:
@@ -291,13 +290,13 @@ class RelevanceGrader(BaseNodePostprocessor):
         out = []
         for node in nodes:
             meta = node.node.metadata
-            tokens, have, lowered = _profile(_graded_text(node))
-            covered = sum(w for s, w in zip(stems, weights, strict=True) if s in have)
+            text = NodeText(_graded_text(node))
+            covered = sum(w for s, w in zip(stems, weights, strict=True) if text.has_stem(s))
             coverage = covered / sum(weights) if terms else 0.5
             memory = str(meta.get("memory"))
             fit = max((_FIT.get(i, _DEFAULT_FIT).get(memory, 0.3) for i in intents), default=0.5)
             grade = score_w * float(node.score or 0.0) + coverage_w * coverage + fit_w * fit
-            named = not names or _mentions(lowered, tokens, names)
+            named = not names or _mentions(text, names)
             out.append((min(1.0, grade if named else grade * _NAME_MISSING), named))
         return out
 
@@ -417,8 +416,7 @@ class RelevanceGrader(BaseNodePostprocessor):
         if not names:
             return []
         for node in pool:
-            tokens, _, lowered = _profile(_graded_text(node))
-            if _mentions(lowered, tokens, names):
+            if _mentions(NodeText(_graded_text(node)), names):
                 return []
         return names
 
@@ -476,17 +474,9 @@ def _graded_text(node: NodeWithScore) -> str:
     return f"{meta.get('file_path') or ''} {meta.get('symbol') or ''} {node.node.get_content()}"
 
 
-@lru_cache(maxsize=4096)
-def _profile(text: str) -> tuple[frozenset[str], frozenset[str], str]:
-    """A node text's tokens, their stems and its lower case: the same chunks come back question
-    after question, and tokenizing them again was most of the grading time."""
-    tokens = tokenize(text)
-    return frozenset(tokens), frozenset(TermWeights.stems(tokens)), text.lower()
-
-
-def _mentions(lowered: str, tokens: frozenset[str], names: Sequence[str]) -> bool:
+def _mentions(text: NodeText, names: Sequence[str]) -> bool:
     # Short names only as whole tokens: `io` must not match every `ratio`.
-    return any(name in lowered if len(name) > 3 else name in tokens for name in names)
+    return any(name in text.lowered if len(name) > 3 else text.has_token(name) for name in names)
 
 
 def _about(question: str, name: str, names: Sequence[str]) -> str:
