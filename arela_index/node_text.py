@@ -57,7 +57,9 @@ class NodeText:
             start = at
             while start and text[start - 1] in _RUN_CHARS:
                 start -= 1
-            end = _RUN_END.match(text, at).end()
+            run_end = _RUN_END.match(text, at)
+            assert run_end is not None  # `*` matches an empty run too
+            end = run_end.end()
             yield text[start:end]
             at = search.find(probe, max(end, at + 1))
 
