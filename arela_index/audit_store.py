@@ -61,8 +61,6 @@ CREATE TABLE commits(
     merge INTEGER NOT NULL,
     boundary INTEGER NOT NULL
 );
-CREATE INDEX commits_ts ON commits(ts);
-CREATE INDEX commits_author ON commits(author);
 CREATE TABLE files(
     commit_id INTEGER NOT NULL,
     path TEXT NOT NULL,
@@ -71,21 +69,27 @@ CREATE TABLE files(
     removed INTEGER,
     PRIMARY KEY (commit_id, path)
 ) WITHOUT ROWID;
-CREATE INDEX files_path ON files(path, commit_id);
-CREATE INDEX files_old_path ON files(old_path, commit_id) WHERE old_path IS NOT NULL;
 CREATE TABLE symbols(
     commit_id INTEGER NOT NULL,
     path TEXT NOT NULL,
     name TEXT NOT NULL,
     PRIMARY KEY (commit_id, path, name)
 ) WITHOUT ROWID;
-CREATE INDEX symbols_name ON symbols(name, commit_id);
 CREATE TABLE tags(
     name TEXT PRIMARY KEY, hash TEXT NOT NULL, ts INTEGER NOT NULL, date TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE commit_fts USING fts5(
     subject, body, files, symbols, author, content='', tokenize='porter unicode61'
 );
+"""
+# Built once the commits are in (a fresh build), which is quicker than keeping them up to date row
+# by row; a refresh appends to a copy that has them already.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS commits_ts ON commits(ts);
+CREATE INDEX IF NOT EXISTS commits_author ON commits(author);
+CREATE INDEX IF NOT EXISTS files_path ON files(path, commit_id);
+CREATE INDEX IF NOT EXISTS files_old_path ON files(old_path, commit_id) WHERE old_path IS NOT NULL;
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name, commit_id);
 """
 _DECISION_SCHEMA = """
 CREATE TABLE decisions(
@@ -235,6 +239,7 @@ class AuditStore:
             appended = (
                 _ingest(conn, scan.root, facts, since, max_commits, stats) if facts.head else 0
             )
+            conn.executescript(_INDEXES)
             if reuse:
                 stats["appended"] = appended
             if not reuse or _decisions_changed(conn, scan, changes):
@@ -656,7 +661,9 @@ def _write_commits(conn: sqlite3.Connection, batch: list[tuple[int, Commit]]) ->
     files: list[tuple[Any, ...]] = []
     symbols: list[tuple[int, str, str]] = []
     fts: list[tuple[Any, ...]] = []
-    for cid, c in batch:
+    # In ascending ids: FTS5 flushes its pending terms to a new segment whenever a rowid is not
+    # above the last one, so descending ids made a segment per commit (slower, larger).
+    for cid, c in sorted(batch, key=lambda item: item[0]):
         rows.append(
             (
                 cid,
