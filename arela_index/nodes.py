@@ -107,6 +107,14 @@ def fresh(node: BaseNode, score: float | None, **extra: Any) -> NodeWithScore:
     return NodeWithScore(node=copy, score=score)
 
 
+def hide(node: BaseNode, **extra: Any) -> BaseNode:
+    """Add `extra` to the hidden metadata of a node this query owns (`fresh`, or made for it)."""
+    node.metadata.update(extra)
+    for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
+        keys.extend([k for k in extra if k not in keys])
+    return node
+
+
 def normalise(scores: Iterable[float]) -> list[float]:
     """Scale scores into [0, 1] by the best one (0 stays 0); ranks are kept."""
     values = list(scores)

@@ -16,7 +16,7 @@ from typing import Any
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
-from arela_index.nodes import fresh
+from arela_index.nodes import hide
 
 TRACE_KEY = "trace"
 OUT_OF_SCOPE = "out_of_scope"
@@ -67,8 +67,10 @@ class Trace(BaseModel):
             self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + spent, 3)
 
     def attach(self, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-        """Fresh copies of `nodes` carrying this trace in their hidden metadata."""
-        return [fresh(n.node, n.score, **{TRACE_KEY: self}) for n in nodes]
+        """`nodes`, this query's own (fresh) ones, now carrying this trace in hidden metadata."""
+        for n in nodes:
+            hide(n.node, **{TRACE_KEY: self})
+        return list(nodes)
 
     @classmethod
     def of(cls, nodes: Sequence[NodeWithScore]) -> Trace | None:

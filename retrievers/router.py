@@ -21,7 +21,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
-from arela_index.nodes import normalise
+from arela_index.nodes import fresh, normalise
 from arela_index.retrievers.audit import AuditLogRetriever
 from arela_index.retrievers.code import CodeMemoryRetriever
 from arela_index.retrievers.graph import CodeGraphRetriever
@@ -282,11 +282,10 @@ class _Part(BaseRetriever):
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
-                found = (
-                    self._inner.search(bundle.query_str)
-                    if isinstance(self._inner, _MEMORIES)
-                    else self._inner.retrieve(bundle)
-                )
+                if isinstance(self._inner, _MEMORIES):
+                    found = self._inner.search(bundle.query_str)
+                else:  # another tool's nodes may be its stored ones: the route marks its own
+                    found = [fresh(n.node, n.score) for n in self._inner.retrieve(bundle)]
             except Exception as exc:  # one broken memory must not sink the others
                 return self._failed(exc)
         return self._noted(found)
@@ -295,7 +294,7 @@ class _Part(BaseRetriever):
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
-                found = await self._inner.aretrieve(bundle)
+                found = [fresh(n.node, n.score) for n in await self._inner.aretrieve(bundle)]
             except Exception as exc:  # one broken memory must not sink the others
                 return self._failed(exc)
         return self._noted(found)
