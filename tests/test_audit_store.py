@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
+from arela_index import history
 from arela_index.audit_store import DB_FILE, AuditStore, CommitFilter, search_terms
 from arela_index.changes import Changes
 from arela_index.errors import IndexProblem
@@ -77,7 +78,9 @@ def test_full_build_counts_and_round_trip(repo: GitRepo, tmp_path: Path) -> None
     assert newest is not None and newest.isoformat() == "2024-01-05T10:00:00+00:00"
 
 
-def test_same_repository_same_rows(repo: GitRepo, tmp_path: Path) -> None:
+def test_same_repository_same_rows(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def dump(folder: Path) -> list[tuple[object, ...]]:
         with sqlite3.connect(folder / DB_FILE) as conn:
             return [
@@ -89,6 +92,11 @@ def test_same_repository_same_rows(repo: GitRepo, tmp_path: Path) -> None:
     build(repo.root, tmp_path / "a")
     build(repo.root, tmp_path / "b")
     assert dump(tmp_path / "a") == dump(tmp_path / "b")
+    # One git per commit: parts arrive interleaved, yet each commit gets the id of its place.
+    monkeypatch.setattr(history, "_MIN_PART", 1)
+    monkeypatch.setattr(history, "_PART", 1)
+    build(repo.root, tmp_path / "c")
+    assert dump(tmp_path / "c") == dump(tmp_path / "a")
 
 
 def test_refresh_appends_only_new_commits(repo: GitRepo, tmp_path: Path) -> None:
