@@ -294,7 +294,7 @@ def _outputs(
     Threads only move bytes (reading a pipe releases the GIL); a bounded queue makes git wait
     when the consumer is behind, so memory stays small however long the history.
     """
-    chunks: queue.Queue[tuple[int, bytes | BaseException]] = queue.Queue(maxsize=64)
+    chunks: queue.Queue[tuple[int, bytes | BaseException]] = queue.Queue(maxsize=256)
     pending = iter(range(len(parts)))
     lock = threading.Lock()
     stop = threading.Event()
