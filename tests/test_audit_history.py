@@ -224,6 +224,15 @@ def test_split_between_git_processes_keeps_git_order(
     assert read_commits(repo.root, workers=2, since=single[3].hash) == single[:3]
 
 
+@pytest.mark.parametrize("piece", [1, 2, 7])
+def test_output_read_in_small_pieces_gives_the_same_commits(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, piece: int
+) -> None:
+    whole = read_commits(repo.root)
+    monkeypatch.setattr(history, "_CHUNK", piece)  # record separators straddle reads
+    assert read_commits(repo.root) == whole
+
+
 def test_only_commits_after_a_given_one_and_a_limit(repo: GitRepo) -> None:
     all_commits = read_commits(repo.root)
     after = read_commits(repo.root, since=all_commits[2].hash)
