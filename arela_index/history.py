@@ -8,17 +8,19 @@ hunk lengths gives exactly `--numstat`'s figures without a second diff.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-import queue
 import re
+import select
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 from arela_index.languages import detect_language, is_doc
 from arela_index.scanner import git, git_head, redact_secrets
@@ -291,74 +293,60 @@ def _outputs(
     """(part, a chunk of the output of git logging its commits) as they come, `workers` gits at a
     time; b"" ends a part.
 
-    Threads only move bytes (reading a pipe releases the GIL); a bounded queue makes git wait
-    when the consumer is behind, so memory stays small however long the history.
+    One thread polls the pipes and reads whatever they hold: while it parses, the gits write on
+    into their pipes, and a full pipe makes git wait, so memory stays small however long the
+    history.
     """
-    chunks: queue.Queue[tuple[int, bytes | BaseException]] = queue.Queue(maxsize=256)
     pending = iter(range(len(parts)))
-    lock = threading.Lock()
-    stop = threading.Event()
-    running: dict[int, subprocess.Popen[bytes]] = {}
+    running: dict[int, tuple[int, subprocess.Popen[bytes], IO[bytes]]] = {}  # pipe -> part, git
+    poller = select.poll()
 
-    def put(item: tuple[int, bytes | BaseException]) -> bool:
-        while not stop.is_set():
-            try:
-                chunks.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+    def start() -> None:
+        part = next(pending, None)
+        if part is None:
+            return
+        listed = folder / f"commits{part}"
+        listed.write_text("\n".join(parts[part]) + "\n", encoding="ascii")
+        with open(listed, "rb") as stdin, open(folder / f"err{part}", "wb") as err:
+            proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        pipe = proc.stdout.fileno()
+        _widen(pipe)
+        poller.register(pipe, select.POLLIN)
+        running[pipe] = (part, proc, proc.stdout)
 
-    def pump() -> None:
-        while not stop.is_set():
-            with lock:
-                part = next(pending, None)
-                if part is None or stop.is_set():
-                    return
-                listed = folder / f"commits{part}"
-                listed.write_text("\n".join(parts[part]) + "\n", encoding="ascii")
-                with open(listed, "rb") as stdin, open(folder / f"err{part}", "wb") as err:
-                    proc = subprocess.Popen(
-                        command, stdin=stdin, stdout=subprocess.PIPE, stderr=err, bufsize=0
-                    )
-                running[part] = proc
-            assert proc.stdout is not None
-            out = proc.stdout.fileno()
-            while chunk := os.read(
-                out, _CHUNK
-            ):  # whatever the pipe holds, without waiting for more
-                if not put((part, chunk)):
-                    return
-            if proc.wait() != 0:
-                detail = (folder / f"err{part}").read_text(encoding="utf-8", errors="replace")
-                lines = detail.strip().splitlines()
-                put((part, GitLogFailed(lines[-1] if lines else f"exit status {proc.returncode}")))
-                return
-            if not put((part, b"")):
-                return
-
-    threads = [threading.Thread(target=pump, daemon=True) for _ in range(min(workers, len(parts)))]
-    for thread in threads:
-        thread.start()
     try:
-        ended = 0
-        while ended < len(parts):
-            part, item = chunks.get()
-            if isinstance(item, BaseException):
-                raise item
-            ended += not item
-            yield part, item
+        for _ in range(workers):
+            start()
+        while running:
+            for pipe, _ in poller.poll():
+                part, proc, out = running[pipe]
+                if chunk := os.read(pipe, _CHUNK):
+                    yield part, chunk
+                    continue
+                poller.unregister(pipe)
+                del running[pipe]
+                out.close()
+                if proc.wait() != 0:
+                    detail = (folder / f"err{part}").read_text(encoding="utf-8", errors="replace")
+                    lines = detail.strip().splitlines()
+                    raise GitLogFailed(lines[-1] if lines else f"exit status {proc.returncode}")
+                yield part, b""
+                start()
     finally:
-        stop.set()
-        with lock:
-            for proc in running.values():
-                proc.kill()  # a consumer that stops early must not leave git running
-        for thread in threads:
-            thread.join()
-        for proc in running.values():
-            if proc.stdout is not None:
-                proc.stdout.close()
+        for _, proc, out in running.values():
+            out.close()
+            proc.kill()  # a consumer that stops early must not leave git running
             proc.wait()
+
+
+def _widen(pipe: int) -> None:
+    # A reader thread waits for the GIL while the parser holds it (up to 5 ms at a time): with
+    # Linux's default 64 KB pipe git would stall meanwhile; 1 MB lets it write on, and each read
+    # then takes more at once.
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep the default
+            fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, _CHUNK)
 
 
 class _Records:
