@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from arela_index.code_store import CodeStore
 from arela_index.config import ArelaConfig
 from arela_index.persist import Manifest, build_lock, current_build, new_build
 from arela_index.runtime import Runtime, embedder_for_build, say_offline_once
-from arela_index.scanner import SourceFile, resolve_root, scan_repository
+from arela_index.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.symbols import FileSymbols
 
 
@@ -108,6 +109,45 @@ def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode
     return symbols, chunk_file(file, text, definitions)
 
 
+# A chunk as a parse worker hands it back: plain values pickle at a fraction of a node's cost.
+_ROW_KEYS = ("file_path", "start_line", "end_line", "language", "symbol", "kind")
+_Row = tuple[Any, ...]  # (node id, text, *_ROW_KEYS)
+
+
+@dataclass
+class _Parsed:
+    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`sparse_tokens`)."""
+
+    symbols: FileSymbols | None
+    rows: list[_Row]
+    tokens: list[list[str]]
+
+
+def _parse_file(file: SourceFile) -> _Parsed:
+    from arela_index.code_store import sparse_tokens
+
+    symbols, chunks = parse_and_chunk(file)
+    rows = [(c.node_id, c.text, *(c.metadata[k] for k in _ROW_KEYS)) for c in chunks]
+    return _Parsed(symbols, rows, [sparse_tokens(c) for c in chunks])
+
+
+def _node(row: _Row) -> TextNode:
+    from arela_index.nodes import make_node
+
+    node_id, text, file_path, start_line, end_line, language, symbol, kind = row
+    return make_node(
+        text,
+        memory="code",
+        file_path=file_path,
+        start_line=start_line,
+        end_line=end_line,
+        language=language,
+        symbol=symbol,
+        kind=kind,
+        id_=node_id,
+    )
+
+
 def build_index(
     path: str | Path,
     config: ArelaConfig,
@@ -116,7 +156,25 @@ def build_index(
     refresh: bool = False,
 ) -> BuildSummary:
     """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed."""
-    from arela_index.audit_store import AuditStore
+    with _frozen_heap():
+        return _build_index(path, config, runtime, refresh)
+
+
+@contextlib.contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """The collector leaves alone what exists before the build (the libraries' many objects):
+    a build makes objects at a rate that triggers full collections, and walking those objects
+    at each one cost as much as building the code memory. Parse workers inherit this too."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _build_index(
+    path: str | Path, config: ArelaConfig, runtime: Runtime, refresh: bool
+) -> BuildSummary:
     from arela_index.graph_store import GraphStore
 
     started = time.perf_counter()
@@ -143,25 +201,31 @@ def build_index(
             old = previous[1].embedding.label
             notes.append(f"embedding changed from {old} to {embedding.label}: all re-embedded")
 
-        with new_build(persist_dir) as folder:
-            # History is read by git and a thread while the files are parsed in worker processes.
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                audit_job = pool.submit(
-                    _timed_call,
-                    timings,
-                    "audit",
-                    AuditStore.build,
-                    scan,
-                    folder / "audit",
-                    previous=previous[3] if previous else None,
-                    changes=changes,
+        with new_build(persist_dir) as folder, _parse_pool(len(todo)) as pool:
+            # History is read by git and a process of its own while the files are parsed: no
+            # interpreter lock shared with the parsing, and a lower CPU priority, so the code
+            # memory's few seconds of parsing are not stretched by git diffing a long history
+            # on the same cores (the history gets the cores back as soon as parsing is done).
+            with _side_process() as side:
+                audit_job = side.submit(
+                    _build_audit, scan, folder / "audit", previous_folder, changes
                 )
                 with _timer(timings, "parse"):
-                    parsed, chunks = _parse_all(todo, config.show_progress)
+                    parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
                 if previous and changes is not None:
-                    kept = set(hashes) - changes.changed
-                    chunks = previous[1].chunks_of(kept) + chunks
-                chunks.sort(key=lambda c: (c.metadata["file_path"], c.metadata["start_line"] or 0))
+                    kept = previous[1].chunks_of(set(hashes) - changes.changed)
+                    chunks = kept + chunks
+                    unknown: list[list[str] | None] = [None] * len(kept)
+                    tokens = unknown + tokens
+                order = sorted(
+                    range(len(chunks)),
+                    key=lambda i: (
+                        chunks[i].metadata["file_path"],
+                        chunks[i].metadata["start_line"] or 0,
+                    ),
+                )
+                chunks = [chunks[i] for i in order]
+                tokens = [tokens[i] for i in order]
                 with _timer(timings, "code"):
                     embed_progress = _Progress(
                         len(chunks) if embed_model is not None else 0,
@@ -176,6 +240,7 @@ def build_index(
                         embedding,
                         previous=previous[1] if previous else None,
                         progress=embed_progress,
+                        tokens=tokens,
                     )
                     embed_progress.close()
                 with _timer(timings, "graph"):
@@ -186,8 +251,8 @@ def build_index(
                         changes=changes,
                         parsed=parsed,
                     )
-                audit = audit_job.result()
-            memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit.stats()}
+                audit, timings["audit"] = audit_job.result()
+            memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit}
             seconds = time.perf_counter() - started
             Manifest(
                 repo_root=str(scan.root),
@@ -226,27 +291,82 @@ _PARALLEL_FROM = 64  # files; below this a process pool costs more than it saves
 def _parse_all(
     files: list[SourceFile], show_progress: bool | None
 ) -> tuple[dict[str, FileSymbols], list[TextNode]]:
-    parsed: dict[str, FileSymbols] = {}
-    chunks: list[TextNode] = []
-    progress = _Progress(len(files), show_progress, "parsing")
-    workers = min(os.cpu_count() or 1, 4)
-    if workers > 1 and len(files) >= _PARALLEL_FROM:
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("fork"),
-            initializer=_die_with_parent,
-            initargs=(os.getpid(),),
-        ) as pool:
-            results = pool.map(parse_and_chunk, files, chunksize=16)
-            _collect(files, results, parsed, chunks, progress)
-    else:
-        _collect(files, map(parse_and_chunk, files), parsed, chunks, progress)
-    progress.close()
+    """Symbols by path and the chunks of `files`, parsed in worker processes when many."""
+    with _parse_pool(len(files)) as pool:
+        parsed, chunks, _ = _parse_files(files, show_progress, pool)
     return parsed, chunks
 
 
-def _die_with_parent(parent: int) -> None:
-    """A parse worker ends with the build: killed builds must leave no orphans holding memory."""
+@contextlib.contextmanager
+def _parse_pool(files: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Worker processes to parse `files` files, forked at once (so before any thread of the
+    build starts), or None when one process does it sooner."""
+    workers = min(os.cpu_count() or 1, 4)
+    if workers < 2 or files < _PARALLEL_FROM:
+        yield None
+        return
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_start,
+        initargs=(os.getpid(),),
+    ) as pool:
+        pool.submit(int)  # forks every worker now (a fork pool starts them all at once)
+        yield pool
+
+
+def _parse_files(
+    files: list[SourceFile], show_progress: bool | None, pool: ProcessPoolExecutor | None
+) -> tuple[dict[str, FileSymbols], list[TextNode], list[list[str] | None]]:
+    parsed: dict[str, FileSymbols] = {}
+    chunks: list[TextNode] = []
+    tokens: list[list[str] | None] = []
+    progress = _Progress(len(files), show_progress, "parsing")
+    results = pool.map(_parse_file, files, chunksize=8) if pool else map(_parse_file, files)
+    for file, result in zip(files, results, strict=True):
+        if result.symbols is not None:
+            parsed[file.path] = result.symbols
+        chunks.extend(map(_node, result.rows))
+        tokens.extend(result.tokens)
+        progress()
+    progress.close()
+    return parsed, chunks, tokens
+
+
+_HISTORY_NICE = 10  # the history process's niceness (its git processes inherit it)
+
+
+@contextlib.contextmanager
+def _side_process() -> Iterator[ProcessPoolExecutor]:
+    """One worker process for the history, behind the parse workers in the CPU queue."""
+    with ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_start,
+        initargs=(os.getpid(), _HISTORY_NICE),
+    ) as side:
+        yield side
+
+
+def _build_audit(
+    scan: ScanResult, directory: Path, previous: Path | None, changes: Changes | None
+) -> tuple[dict[str, Any], float]:
+    """The audit memory's stats and seconds; runs in the side process."""
+    from arela_index.audit_store import AuditStore
+
+    started = time.perf_counter()
+    before = AuditStore.load(previous / "audit") if previous is not None else None
+    stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    return stats, time.perf_counter() - started
+
+
+def _worker_start(parent: int, nice: int = 0) -> None:
+    """A parse worker ends with the build (killed builds must leave no orphans holding memory),
+    and its collector leaves alone the objects it inherited: walking the libraries' objects again
+    at every full collection cost as much as parsing."""
+    gc.freeze()
+    if nice:
+        os.nice(nice)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -257,20 +377,6 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _collect(
-    files: list[SourceFile],
-    results: Iterable[tuple[FileSymbols | None, list[TextNode]]],
-    parsed: dict[str, FileSymbols],
-    chunks: list[TextNode],
-    progress: _Progress,
-) -> None:
-    for file, (symbols, file_chunks) in zip(files, results, strict=True):
-        if symbols is not None:
-            parsed[file.path] = symbols
-        chunks.extend(file_chunks)
-        progress()
-
-
 @contextlib.contextmanager
 def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
     started = time.perf_counter()
@@ -278,13 +384,6 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
         yield
     finally:
         timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
-
-
-def _timed_call(
-    timings: dict[str, float], phase: str, func: Callable[..., Any], *args: Any, **kwargs: Any
-) -> Any:
-    with _timer(timings, phase):
-        return func(*args, **kwargs)
 
 
 def _load_previous(folder: Path) -> tuple[Manifest, CodeStore, Any, Any]:

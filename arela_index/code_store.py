@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -14,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, TextNode
+from llama_index.core.schema import TextNode
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import METADATA_KEYS, make_node
-from arela_index.text import expand_identifiers
+from arela_index.text import compound_parts, expand_identifiers
 
 if TYPE_CHECKING:
     from arela_index.code_search import CodeSearch
@@ -48,6 +49,97 @@ def sparse_text(node: TextNode) -> str:
     meta = node.metadata
     head = " ".join(str(meta[k]) for k in ("file_path", "symbol") if meta.get(k))
     return expand_identifiers(f"{head}\n{node.text}".replace("/", " ").replace(".", " . "))
+
+
+# The `BM25Retriever`'s own analysis, as its defaults set up bm25s: its token pattern, lower case,
+# bm25s's English stopwords, PyStemmer's English stemmer.
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_STOPWORDS: frozenset[str] | None = None
+
+
+class _Stems(threading.local):
+    """Per thread (PyStemmer objects must not be shared): a stemmer and the stems it gave."""
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self.stemmer = Stemmer.Stemmer("english")
+        self.known: dict[str, str] = {}
+
+
+_STEMS = _Stems()
+_KNOWN_MOST = 500_000  # stems remembered per thread, so a long-lived process stays small
+
+
+def sparse_tokens(node: TextNode) -> list[str]:
+    """The BM25 terms of a chunk, exactly as the `BM25Retriever` would tokenise `sparse_text`.
+
+    Chunks are tokenised where they are made (in the parse workers), so the retriever's index
+    is built from these ids rather than by tokenising the whole corpus again in one process.
+    """
+    global _STOPWORDS
+    if _STOPWORDS is None:
+        from bm25s.stopwords import STOPWORDS_EN
+
+        _STOPWORDS = frozenset(STOPWORDS_EN)
+    meta = node.metadata
+    head = " ".join(str(meta[k]) for k in ("file_path", "symbol") if meta.get(k))
+    # What `sparse_text` holds, without writing it out: its "/" and " . " separate words as the
+    # "/" and "." they replace do, and each line it adds is one identifier's parts.
+    text = f"{head}\n{node.text}"
+    stop = _STOPWORDS
+    tokens = [t for t in _TOKEN.findall(text.lower()) if t not in stop]
+    for parts in compound_parts(text):
+        tokens.extend(p for p in parts if len(p) > 1 and p not in stop)
+    known = _STEMS.known
+    if len(known) > _KNOWN_MOST:
+        known.clear()
+    new = [t for t in set(tokens) if t not in known]
+    if new:
+        known.update(zip(new, _STEMS.stemmer.stemWords(new), strict=True))
+    return [known[t] for t in tokens]
+
+
+def bm25_retriever(chunks: Sequence[TextNode], tokens: Sequence[list[str] | None]) -> Any:
+    """A `BM25Retriever` over `chunks` from their terms (`sparse_tokens`; None: tokenised here).
+
+    Its vocabulary is numbered in sorted order, so a build is reproducible. Its corpus
+    names each chunk by id without its text (`node_to_metadata_dict(..., remove_text=True)`):
+    the text is in the store's chunks already, and the store ranks by position.
+    """
+    import bm25s
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    terms = [
+        sparse_tokens(chunk) if known is None else known
+        for chunk, known in zip(chunks, tokens, strict=True)
+    ]
+    vocab = {term: i for i, term in enumerate(sorted(set().union(*terms)))}
+    ids = [list(map(vocab.__getitem__, doc)) for doc in terms]
+    index = bm25s.BM25()
+    index.index((ids, vocab), show_progress=False)
+    index.corpus = _id_corpus(chunks)
+    return BM25Retriever(existing_bm25=index, similarity_top_k=min(50, len(chunks)))
+
+
+def _id_corpus(chunks: Sequence[TextNode]) -> list[dict[str, str]]:
+    from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+    marker = "code:\x00id"  # never a real id; filled in per chunk without serialising a node
+    row = node_to_metadata_dict(TextNode(id_=marker, text=""), remove_text=True)
+    content = row.pop("_node_content")
+    quoted = json.dumps(marker)[1:-1]
+    assert content.count(quoted) == 1
+    before, after = content.split(quoted)
+    return [
+        {
+            "_node_content": before + json.dumps(c.node_id)[1:-1] + after,
+            **row,
+            "node_id": c.node_id,
+        }
+        for c in chunks
+    ]
 
 
 def _text_key(node: TextNode) -> str:
@@ -88,8 +180,11 @@ class CodeStore:
         embedding: EmbeddingInfo | None = None,
         previous: CodeStore | None = None,
         progress: Any = None,
+        tokens: Sequence[list[str] | None] | None = None,
     ) -> CodeStore:
         """Index `chunks` into `directory`; vectors of chunks whose text is unchanged are reused.
+
+        `tokens` are the chunks' `sparse_tokens` where already known (None where not).
 
         An embedder that fails (Ollama down, hanging, model not pulled) raises an `ArelaError`
         (`OllamaUnavailable` for Ollama) whose one line says what to do.
@@ -109,7 +204,8 @@ class CodeStore:
             embedding = EmbeddingInfo(embedding.provider, embedding.name, int(vectors.shape[1]))
         else:
             embedding = None
-        store = cls(chunks, vectors, embedding)
+        bm25 = bm25_retriever(chunks, tokens or [None] * len(chunks)) if chunks else None
+        store = cls(chunks, vectors, embedding, bm25)
         store._save(directory)
         return store
 
@@ -143,13 +239,7 @@ class CodeStore:
     def bm25(self) -> Any:
         """The sparse index over identifier-expanded chunk text (built on first use)."""
         if self._bm25 is None:
-            from llama_index.retrievers.bm25 import BM25Retriever
-
-            shadows: list[BaseNode] = [
-                TextNode(id_=c.node_id, text=sparse_text(c)) for c in self.chunks
-            ]
-            logging.getLogger("bm25s").setLevel(logging.WARNING)
-            self._bm25 = BM25Retriever(nodes=shadows, similarity_top_k=min(50, len(shadows)))
+            self._bm25 = bm25_retriever(self.chunks, [None] * len(self.chunks))
         return self._bm25
 
     @property

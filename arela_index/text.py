@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from functools import lru_cache
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -189,9 +191,45 @@ def expand_identifiers(text: str) -> str:
     >>> expand_identifiers("parseConfig(path)")
     'parseConfig(path)\\nparse config'
     """
-    compound = [w for w in set(words(text)) if not _plain(w)]
-    extra = sorted({" ".join(parts) for w in compound if len(parts := split_identifier(w)) > 1})
+    extra = sorted(" ".join(parts) for parts in compound_parts(text))
     return text + ("\n" + "\n".join(extra) if extra else "")
+
+
+# Words already looked at, and the parts of those that split into several: a repository uses
+# the same words over and over, so each is classified once (set operations do the rest in C).
+_SEEN: set[str] = set()
+_SPLITS: dict[str, tuple[str, ...]] = {}
+_SEEN_MOST = 1_000_000  # then start over, so a long-lived process stays small
+_SPLITS_LOCK = threading.Lock()
+
+
+def _new_lock() -> None:
+    global _SPLITS_LOCK
+    _SPLITS_LOCK = threading.Lock()  # a forked child must not inherit it held by another thread
+
+
+os.register_at_fork(after_in_child=_new_lock)
+
+
+def compound_parts(text: str) -> set[tuple[str, ...]]:
+    """The distinct part lists of the text's identifiers that split into more than one part.
+
+    >>> sorted(compound_parts("parseConfig(path); parse_config; ok"))
+    [('parse', 'config')]
+    """
+    found = set(_WORD.findall(text))
+    with _SPLITS_LOCK:
+        new = found - _SEEN
+        if new:
+            if len(_SEEN) > _SEEN_MOST:
+                _SEEN.clear()
+                _SPLITS.clear()
+                new = found
+            for word in new:
+                if not _plain(word) and len(parts := split_identifier(word)) > 1:
+                    _SPLITS[word] = parts
+            _SEEN.update(new)
+        return {_SPLITS[w] for w in found & _SPLITS.keys()}
 
 
 def _plain(word: str) -> bool:

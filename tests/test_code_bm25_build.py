@@ -1,0 +1,153 @@
+"""The code memory's BM25 as a build makes it (terms from the parse workers, ids handed to bm25s)
+is the index the stock `BM25Retriever` makes from the chunks' `sparse_text`, score for score."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+import Stemmer
+from gitrepo import GitRepo
+from llama_index.core.schema import TextNode
+from llama_index.retrievers.bm25 import BM25Retriever
+
+from arela_index.code_store import sparse_text, sparse_tokens
+from arela_index.index import ArelaIndex
+from arela_index.persist import current_build
+from arela_index.text import expand_identifiers
+
+WORDS = [
+    "parse",
+    "config",
+    "file",
+    "retry",
+    "backoff",
+    "queue",
+    "worker",
+    "session",
+    "token",
+    "cache",
+    "fetch",
+    "render",
+]
+
+
+def _module(rng: random.Random, n: int) -> str:
+    """A Python module mixing the identifier styles the sparse text splits (and what it drops)."""
+    a, b, c = rng.sample(WORDS, 3)
+    return f'''"""Helpers for the {a} of a {b}: the Ärger-free way, in 2 steps (x, y and z)."""
+
+import os.path
+
+MAX_{a.upper()}_{n} = {n}
+
+
+def {a}_{b}_{n}(path: str, {c}Count: int = 3) -> dict:
+    """Return the {b} read from `path`, {c}d again and again."""
+    http2Server = HTTPServer_v2(path)
+    return {{"{a}": http2Server.get{b.capitalize()}{c.capitalize()}(), "n": {c}Count}}
+
+
+class {a.capitalize()}{b.capitalize()}Handler{n}:
+    """Handles the {c} of it: is the {a} there, or not? (a, an, the, and I)"""
+
+    def {b}For{c.capitalize()}(self, _x: int) -> int:
+        return self.__{a}__ + _x
+'''
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    # Over 64 files, so the build parses in worker processes.
+    rng = random.Random(7)
+    repo = GitRepo(tmp_path_factory.mktemp("bm25") / "repo")
+    files: dict[str, str | bytes] = {f"pkg/mod_{n:02d}.py": _module(rng, n) for n in range(70)}
+    files["README.md"] = "# Retry queue\n\nHow to `parseConfigFile` and set `max_retries`.\n"
+    files["docs/guide.rst"] = "Guide\n=====\n\nThe ``SessionToken`` cache, über alles.\n"
+    repo.commit(files, "first")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def index(repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
+    persist = tmp_path_factory.mktemp("index") / "i"
+    ArelaIndex.build(repo.root, persist_dir=str(persist), offline=True, show_progress=False)
+    return ArelaIndex.load(persist, offline=True)
+
+
+def _stock(index: ArelaIndex) -> BM25Retriever:
+    shadows = [TextNode(id_=c.node_id, text=sparse_text(c)) for c in index.code.chunks]
+    return BM25Retriever(nodes=shadows, similarity_top_k=len(shadows))  # type: ignore[arg-type]
+
+
+def _matrix(retriever: BM25Retriever) -> dict[tuple[str, int], float]:
+    """(term, document) -> score, whatever numbers the vocabulary gave the terms."""
+    scores, vocab = retriever.bm25.scores, retriever.bm25.vocab_dict
+    term_of = {i: t for t, i in vocab.items()}
+    pointers = scores["indptr"]
+    return {
+        (term_of[t], int(scores["indices"][j])): float(scores["data"][j])
+        for t in range(len(pointers) - 1)
+        for j in range(pointers[t], pointers[t + 1])
+    }
+
+
+def test_the_built_index_is_the_stock_retrievers_term_for_term(index: ArelaIndex) -> None:
+    assert len({c.metadata["file_path"] for c in index.code.chunks}) == 72
+    stock, built = _stock(index), index.code.bm25
+    assert set(built.bm25.vocab_dict) == set(stock.bm25.vocab_dict)
+    assert _matrix(built) == _matrix(stock)  # exactly: same terms, same counts, same lengths
+
+
+def test_questions_score_and_rank_as_on_the_stock_retriever(index: ArelaIndex) -> None:
+    stock, built = _stock(index), index.code.bm25
+    built.similarity_top_k = stock.similarity_top_k  # every chunk, as the stock one here
+    for question in ("parse config", "HTTPServer_v2 getQueueToken", "Ärger über", "retryCount"):
+        expected = {h.node.node_id: h.score for h in stock.retrieve(question) if h.score}
+        got = {h.node.node_id: h.score for h in built.retrieve(question) if h.score}
+        assert got == expected and got
+        # The memory's own queries split identifiers first, as its documents were.
+        wanted = {h.node.node_id: h.score for h in stock.retrieve(expand_identifiers(question))}
+        scores = index.code.search.chunk_scores(question)
+        found = {index.code.chunks[i].node_id: scores[i] for i in np.flatnonzero(scores)}
+        assert found == pytest.approx({k: v for k, v in wanted.items() if v}, rel=1e-6)
+
+
+def test_sparse_tokens_are_what_the_retriever_would_index(index: ArelaIndex) -> None:
+    texts = [sparse_text(c) for c in index.code.chunks]
+    # BM25Retriever's own call, with its defaults: English stopwords and stemmer, its pattern.
+    expected = bm25s.tokenize(
+        texts,
+        stopwords="en",
+        stemmer=Stemmer.Stemmer("english"),
+        return_ids=False,
+        show_progress=False,
+    )
+    for chunk, terms in zip(index.code.chunks, expected, strict=True):
+        assert Counter(sparse_tokens(chunk)) == Counter(terms)
+
+
+def test_the_corpus_on_disk_names_chunks_without_their_text_again(index: ArelaIndex) -> None:
+    folder = current_build(index.persist_dir)
+    assert folder is not None
+    corpus = (folder / "code" / "bm25" / "corpus.jsonl").read_text(encoding="utf-8")
+    assert corpus.count("\n") == len(index.code.chunks)
+    assert "HTTPServer_v2" in (folder / "code" / "chunks.jsonl").read_text(encoding="utf-8")
+    assert "HTTPServer_v2" not in corpus and "http2Server" not in corpus
+    hits = index.code.bm25.retrieve("HTTPServer_v2")
+    assert hits and all(h.node.node_id in index.code.by_id for h in hits)
+
+
+def test_two_builds_write_the_same_sparse_index(repo: GitRepo, tmp_path: Path) -> None:
+    def built(name: str) -> dict[str, bytes]:
+        persist = tmp_path / name
+        ArelaIndex.build(repo.root, persist_dir=str(persist), offline=True, show_progress=False)
+        folder = current_build(persist)
+        assert folder is not None
+        return {p.name: p.read_bytes() for p in (folder / "code" / "bm25").iterdir()}
+
+    assert built("one") == built("two")
