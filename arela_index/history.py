@@ -1,4 +1,4 @@
-"""A repository's git history, read in one streaming `git log -p -U0` pass.
+"""A repository's git history, read from streaming `git log -p -U0` processes.
 
 Zero-context patches are cheap for git to produce and carry everything the audit memory needs:
 file headers (paths, renames, binaries), hunk headers (line counts, and the enclosing function as
@@ -31,10 +31,8 @@ _RECORD = b"\x00\x1e"
 _FORMAT = "%x00%x1e%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
 _FIELDS = 8
 _CHUNK = 1 << 20
-# Commits per git process: enough that starting git is negligible, few enough that the parts
-# still running at the end are short.
-_MIN_PART = 250
-_PART = 1000
+# Below this many commits a second git costs more than it saves.
+_MIN_STRETCH = 200
 # Symbols kept per commit: a sweeping reformat touches thousands and says nothing about any one.
 MAX_SYMBOLS = 200
 
@@ -252,20 +250,26 @@ def read_log(
 
     `commits` is that list when the caller has it already. Merge commits come without files
     (their changes are the merged commits'). A shallow clone's boundary commits come without files
-    too: git would show them adding the whole tree. The list is cut into consecutive parts that
-    `workers` git processes diff at once (diffing dominates the cost), so commits of different
-    parts interleave as they arrive: sort by position for git's own order. In a subfolder of a
-    work tree only commits that touch it are read, with paths relative to it.
+    too: git would show them adding the whole tree. Diffing dominates the cost, so with two
+    `workers` or more the list is cut into `workers // 2` stretches and two git processes read
+    each, one from its newest commit down, one from its oldest up, until they meet: however the
+    cost is spread over the history, both are busy to the end. Commits of the two interleave as
+    they arrive: sort by position for git's own order. In a subfolder of a work tree only commits
+    that touch it are read, with paths relative to it.
     """
     facts = facts or repo_facts(root)
     if commits is None:
         commits = list_commits(root, since, facts, max_commits)
     if not commits:
         return
-    # Many small parts: a git that finishes early takes the next part, so a heavy stretch of
-    # history (a big generated file rewritten weekly) does not leave a core idle at the end.
-    size = max(_MIN_PART, min(_PART, -(-len(commits) // workers)))
-    starts = range(0, len(commits), size)
+    both = workers > 1 and len(commits) >= 2 * _MIN_STRETCH
+    stretches = max(1, min(workers // 2, len(commits) // (2 * _MIN_STRETCH))) if both else 1
+    bounds = [len(commits) * i // stretches for i in range(stretches + 1)]
+    # Per stretch, the positions neither git has read yet: [low, high).
+    unread = [[bounds[k], bounds[k + 1]] for k in range(stretches)]
+    lists: list[list[str]] = []
+    for low, high in unread:
+        lists += [commits[low:high], commits[low:high][::-1]] if both else [commits[low:high]]
     with tempfile.TemporaryDirectory(prefix="arela-git-") as tmp:
         folder = Path(tmp)
         attributes = folder / "attributes"
@@ -277,73 +281,95 @@ def read_log(
             ),
             encoding="utf-8",
         )
-        command = _log_command(root, attributes, facts.subfolder)
-        parts = [commits[start : start + size] for start in starts]
-        splitters = [_Records() for _ in parts]
-        for part, chunk in _outputs(command, parts, workers, folder):
-            records = splitters[part].feed(chunk) if chunk else splitters[part].finish()
-            position = starts[part] + splitters[part].count - len(records)
-            for offset, record in enumerate(records):
-                yield position + offset, _parse(record, facts.boundaries)
+        splitters = [_Records() for _ in lists]
+        with _Gits(_log_command(root, attributes, facts.subfolder), lists, folder) as gits:
+            for i, chunk in gits.chunks():
+                stretch, upward = divmod(i, 2) if both else (i, 0)
+                left = unread[stretch]
+                for record in splitters[i].feed(chunk) if chunk else splitters[i].finish():
+                    low, high = left
+                    if low >= high:
+                        break  # the other git has read the rest
+                    if upward:
+                        left[1] = position = high - 1
+                    else:
+                        position, left[0] = low, low + 1
+                    yield position, _parse(record, facts.boundaries)
+                if left[0] >= left[1]:
+                    gits.stop(i)
+                    gits.stop(i ^ 1)  # its partner, if any
 
 
-def _outputs(
-    command: list[str], parts: list[list[str]], workers: int, folder: Path
-) -> Iterator[tuple[int, bytes]]:
-    """(part, a chunk of the output of git logging its commits) as they come, `workers` gits at a
-    time; b"" ends a part.
+class _Gits:
+    """git processes, each logging the commits of one list in its order; their output is read
+    as it comes.
 
     One thread polls the pipes and reads whatever they hold: while it parses, the gits write on
     into their pipes, and a full pipe makes git wait, so memory stays small however long the
     history.
     """
-    pending = iter(range(len(parts)))
-    running: dict[int, tuple[int, subprocess.Popen[bytes], IO[bytes]]] = {}  # pipe -> part, git
-    poller = select.poll()
 
-    def start() -> None:
-        part = next(pending, None)
-        if part is None:
-            return
-        listed = folder / f"commits{part}"
-        listed.write_text("\n".join(parts[part]) + "\n", encoding="ascii")
-        with open(listed, "rb") as stdin, open(folder / f"err{part}", "wb") as err:
-            proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=err)
-        assert proc.stdout is not None
-        pipe = proc.stdout.fileno()
-        _widen(pipe)
-        poller.register(pipe, select.POLLIN)
-        running[pipe] = (part, proc, proc.stdout)
+    def __init__(self, command: list[str], lists: list[list[str]], folder: Path) -> None:
+        self._folder = folder
+        self._poller = select.poll()
+        self._running: dict[int, tuple[int, subprocess.Popen[bytes], IO[bytes]]] = {}
+        self._pipes: dict[int, int] = {}  # git -> its pipe
+        for i, hashes in enumerate(lists):
+            listed = folder / f"commits{i}"
+            listed.write_text("\n".join(hashes) + "\n", encoding="ascii")
+            with open(listed, "rb") as stdin, open(folder / f"err{i}", "wb") as err:
+                proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=err)
+            assert proc.stdout is not None
+            pipe = proc.stdout.fileno()
+            _widen(pipe)
+            self._poller.register(pipe, select.POLLIN)
+            self._running[pipe] = (i, proc, proc.stdout)
+            self._pipes[i] = pipe
 
-    try:
-        for _ in range(workers):
-            start()
-        while running:
-            for pipe, _ in poller.poll():
-                part, proc, out = running[pipe]
+    def __enter__(self) -> _Gits:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for i in list(self._pipes):
+            self.stop(i)  # a consumer that stops early must not leave git running
+
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """(git, a chunk of its output) as they come; b"" once a git has written everything."""
+        while self._running:
+            for pipe, _ in self._poller.poll():
+                if pipe not in self._running:
+                    continue  # stopped meanwhile
+                i, proc, _ = self._running[pipe]
                 if chunk := os.read(pipe, _CHUNK):
-                    yield part, chunk
+                    yield i, chunk
                     continue
-                poller.unregister(pipe)
-                del running[pipe]
-                out.close()
+                self._close(i)
                 if proc.wait() != 0:
-                    detail = (folder / f"err{part}").read_text(encoding="utf-8", errors="replace")
+                    detail = (self._folder / f"err{i}").read_text(
+                        encoding="utf-8", errors="replace"
+                    )
                     lines = detail.strip().splitlines()
                     raise GitLogFailed(lines[-1] if lines else f"exit status {proc.returncode}")
-                yield part, b""
-                start()
-    finally:
-        for _, proc, out in running.values():
-            out.close()
-            proc.kill()  # a consumer that stops early must not leave git running
+                yield i, b""
+
+    def stop(self, i: int) -> None:
+        """End git `i` now, whatever it has still to write."""
+        if i in self._pipes:
+            proc = self._close(i)
+            proc.kill()
             proc.wait()
+
+    def _close(self, i: int) -> subprocess.Popen[bytes]:
+        pipe = self._pipes.pop(i)
+        self._poller.unregister(pipe)
+        _, proc, out = self._running.pop(pipe)
+        out.close()
+        return proc
 
 
 def _widen(pipe: int) -> None:
-    # A reader thread waits for the GIL while the parser holds it (up to 5 ms at a time): with
-    # Linux's default 64 KB pipe git would stall meanwhile; 1 MB lets it write on, and each read
-    # then takes more at once.
+    # Linux's default 64 KB fill up while the parser works on a chunk and git would wait; with
+    # 1 MB it writes on, and the next read takes all of it at once.
     if hasattr(fcntl, "F_SETPIPE_SZ"):
         with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep the default
             fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, _CHUNK)
@@ -354,7 +380,6 @@ class _Records:
 
     def __init__(self) -> None:
         self._pending: list[bytes] = []
-        self.count = 0  # records handed out so far
 
     def feed(self, chunk: bytes) -> list[bytes]:
         # The separator may straddle two chunks; joining only when a record ends keeps a huge
@@ -365,16 +390,12 @@ class _Records:
             return []
         records = b"".join(self._pending).split(_RECORD)
         self._pending = [records.pop()]
-        return self._counted([r for r in records if r])
+        return [r for r in records if r]
 
     def finish(self) -> list[bytes]:
         last = b"".join(self._pending)
         self._pending = []
-        return self._counted([last] if last else [])
-
-    def _counted(self, records: list[bytes]) -> list[bytes]:
-        self.count += len(records)
-        return records
+        return [last] if last else []
 
 
 def _log_command(root: Path, attributes: Path, subfolder: bool) -> list[str]:

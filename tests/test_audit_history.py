@@ -212,16 +212,22 @@ def test_merge_commits_are_kept_and_marked(git_repo: GitRepo) -> None:
     }
 
 
-def test_split_between_git_processes_keeps_git_order(
-    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_gits_reading_from_both_ends_keep_git_order(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
-    single = read_commits(repo.root, workers=1)
-    monkeypatch.setattr(history, "_MIN_PART", 1)
-    monkeypatch.setattr(history, "_PART", 1)  # one git per commit, three at a time
-    positions = [position for position, _ in read_log(repo.root, workers=3)]
-    assert sorted(positions) == list(range(len(single)))  # each commit once, each position once
-    assert read_commits(repo.root, workers=3) == single
-    assert read_commits(repo.root, workers=2, since=single[3].hash) == single[:3]
+    for n in range(24):
+        git_repo.commit(
+            {f"src/m{n % 5}.py": f"def f{n}():\n    return {n}\n"},
+            f"Change {n}",
+            date=f"2024-02-{n + 1:02d}T10:00:00+00:00",
+        )
+    single = read_commits(git_repo.root, workers=1)
+    monkeypatch.setattr(history, "_MIN_STRETCH", 1)  # two gits per stretch of the 24 commits
+    positions = [position for position, _ in read_log(git_repo.root, workers=workers)]
+    assert sorted(positions) == list(range(24))  # each commit once, each position once
+    assert read_commits(git_repo.root, workers=workers) == single
+    assert read_commits(git_repo.root, workers=workers, since=single[5].hash) == single[:5]
 
 
 @pytest.mark.parametrize("piece", [1, 2, 7])
@@ -305,9 +311,8 @@ def test_a_reader_that_stops_early_leaves_no_git_running(
             started.append(self)
 
     monkeypatch.setattr(history.subprocess, "Popen", Recorded)
-    monkeypatch.setattr(history, "_MIN_PART", 1)
-    monkeypatch.setattr(history, "_PART", 1)
-    log = read_log(repo.root, workers=2)
+    monkeypatch.setattr(history, "_MIN_STRETCH", 1)
+    log = read_log(repo.root, workers=4)
     next(log)
     log.close()
     assert started and all(proc.returncode is not None for proc in started)

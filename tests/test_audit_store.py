@@ -92,9 +92,8 @@ def test_same_repository_same_rows(
     build(repo.root, tmp_path / "a")
     build(repo.root, tmp_path / "b")
     assert dump(tmp_path / "a") == dump(tmp_path / "b")
-    # One git per commit: parts arrive interleaved, yet each commit gets the id of its place.
-    monkeypatch.setattr(history, "_MIN_PART", 1)
-    monkeypatch.setattr(history, "_PART", 1)
+    # Gits reading from both ends: commits arrive interleaved, yet each gets the id of its place.
+    monkeypatch.setattr(history, "_MIN_STRETCH", 1)
     build(repo.root, tmp_path / "c")
     assert dump(tmp_path / "c") == dump(tmp_path / "a")
 
