@@ -264,3 +264,10 @@ def test_searched_words_split_identifiers(repo: GitRepo, tmp_path: Path) -> None
     [(cid, _)] = store.match_commits(search_terms("parse config"), CommitFilter(), 10)
     assert store.commits([cid])[cid].subject == "Teach parseConfig about TOML"
     assert store.known_symbols(["parseConfig", "nothing_like_it"]) == {"parseConfig"}
+
+
+def test_a_damaged_repository_gives_a_partial_history(repo: GitRepo, tmp_path: Path) -> None:
+    blob = repo.git("rev-parse", "HEAD~2:app.py").strip()  # app.py as the first commit wrote it
+    (repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    stats = build(repo.root, tmp_path / "audit").stats()
+    assert stats["partial"] and "git log failed" in stats["note"]
