@@ -90,12 +90,21 @@ class _Postings:
 
     def scores(self, terms: np.ndarray) -> np.ndarray:
         """Per document, the sum of the weights of `terms` (a repeated term counts again)."""
-        terms, times = np.unique(terms, return_counts=True)
-        starts, ends = self.indptr[terms], self.indptr[terms + 1]
-        lengths = ends - starts
-        at = _ranges(starts, lengths)
-        weights = self.weights[at] * np.repeat(times, lengths)
-        return np.bincount(self.docs[at], weights=weights, minlength=self.size)
+        times: dict[int, int] = {}
+        for term in terms.tolist():  # a question has a handful: a dict beats np.unique
+            times[term] = times.get(term, 0) + 1
+        if not times:
+            return np.zeros(self.size)
+        docs, weights = [], []
+        for term, count in sorted(times.items()):  # in id order, as bm25s adds them
+            start, end = self.indptr[term], self.indptr[term + 1]
+            docs.append(self.docs[start:end])
+            weights.append(
+                self.weights[start:end] * count if count > 1 else self.weights[start:end]
+            )
+        return np.bincount(
+            np.concatenate(docs), weights=np.concatenate(weights), minlength=self.size
+        )
 
 
 class CodeSearch:
@@ -185,11 +194,15 @@ class CodeSearch:
 
     def _best_chunks(self, files: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Each file's best-scoring chunk (the first of equals)."""
+        if not len(files):
+            return np.empty(0, dtype=np.int64)
         lengths = self._bounds[files + 1] - self._bounds[files]
-        chunks = self._by_file[_ranges(self._bounds[files], lengths)]
-        file = np.repeat(np.arange(len(files)), lengths)
-        order = np.lexsort((chunks, -scores[chunks], file))
-        return chunks[order[np.cumsum(lengths) - lengths]]
+        chunks = self._by_file[_ranges(self._bounds[files], lengths)]  # ascending within a file
+        values = scores[chunks]
+        starts = np.cumsum(lengths) - lengths
+        best = np.repeat(np.maximum.reduceat(values, starts), lengths)
+        first = np.flatnonzero(values == best)  # every file has a best: its first is its answer
+        return chunks[first[np.searchsorted(first, starts)]]
 
 
 def _file_postings(chunks: _Postings, file_of: np.ndarray, files: int, index: Any) -> _Postings:
