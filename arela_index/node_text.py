@@ -4,7 +4,7 @@ Tokenizing and stemming a whole chunk costs more than searching for it, and a qu
 only a handful of terms. So the text is read from the question's side: a token whose Snowball
 stem is `s` contains `s[:-1]` (the stemmer rewrites at most a word's last letter, as in
 `happy` → `happi`; die, lie and tie are its only exceptions), so only the identifier runs that
-contain that probe are tokenized, and each distinct word only once per process.
+contain that probe are tokenized, and each distinct run only once per process.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from arela_index.term_weights import TermWeights
-from arela_index.text import tokenize, words
+from arela_index.text import tokenize
 
-# The runs `text.words` splits into words: a word never spans two runs, so a run's words are
-# the words the whole text has there.
+# The runs `text.words` splits into words: a word never spans two runs, so a run's tokens are
+# the tokens the whole text has there.
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _RUN_END = re.compile(r"[A-Za-z0-9_]*")
 # Stems whose words need not contain all but their last letter: `dying` → `die`.
@@ -43,11 +43,11 @@ class NodeText:
     def has_stem(self, stem: str) -> bool:
         """Whether some token of the text stems to `stem` (a `TermWeights.stems` result)."""
         probe = stem[:1] if stem in _SHORTENED else stem[:-1]
-        return any(stem in _word(w)[1] for run in self._containing(probe) for w in words(run))
+        return any(stem in _run(run)[1] for run in self._containing(probe))
 
     def has_token(self, token: str) -> bool:
         """Whether `token` (lower case) is one of the text's tokens."""
-        return any(token in _word(w)[0] for run in self._containing(token) for w in words(run))
+        return any(token in _run(run)[0] for run in self._containing(token))
 
     def _containing(self, probe: str) -> Iterator[str]:
         """The runs whose lower case contains `probe`, lazily: the first that answers ends it."""
@@ -65,7 +65,7 @@ class NodeText:
 
 
 @lru_cache(maxsize=65536)
-def _word(word: str) -> tuple[frozenset[str], frozenset[str]]:
-    """A word's tokens and their stems: a repository repeats its words, so each is read once."""
-    tokens = tokenize(word)
+def _run(run: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A run's tokens and their stems: a repository repeats its names, so each is read once."""
+    tokens = tokenize(run)
     return frozenset(tokens), frozenset(TermWeights.stems(tokens))

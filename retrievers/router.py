@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from llama_index.core.base.base_selector import BaseSelector, SelectorResult
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM, MockLLM
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever, RouterRetriever
 from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
@@ -192,9 +193,11 @@ class ArelaRouterRetriever(RouterRetriever):
             if len(compared) >= 2 and self._memory_of[index] != "audit":
                 for entity in compared:  # sub-queries of this question: made for it alone
                     query = _subquery(bundle.query_str, entity, compared)
-                    parts.append(_Part(retriever, f"{name}:{entity}", query))
+                    parts.append(_Part(retriever, f"{name}:{entity}", self.callback_manager, query))
             else:
-                parts.append(self._whole.setdefault(index, _Part(retriever, name)))
+                if index not in self._whole:
+                    self._whole[index] = _Part(retriever, name, self.callback_manager)
+                parts.append(self._whole[index])
         return parts
 
     def _indexes(self, memories: Sequence[str | int]) -> list[int]:
@@ -265,8 +268,14 @@ class _Part(BaseRetriever):
     """One memory (or one compared entity in it) inside a route: timed in the route's trace, and
     never raising."""
 
-    def __init__(self, inner: BaseRetriever, label: str, query: str | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        inner: BaseRetriever,
+        label: str,
+        callback_manager: CallbackManager,
+        query: str | None = None,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
         self._inner, self._label, self._query = inner, label, query
 
     @property
