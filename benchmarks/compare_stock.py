@@ -38,7 +38,8 @@ Scoring, the same for every system (top-k sources of each question):
     or nothing was searched for out-of-scope questions;
   - abstention: right when a system returns nothing exactly for the out-of-scope questions;
   - latency: wall time of one retrieve; after a warm-up, `--rounds` rounds each ask every question
-    once, in order. "1st round" is the median of the first, where arela meets every chunk it
+    once, in order, each question put to every system in turn (interleaved, so a slower spell of
+    the machine costs every system alike). "1st round" is the median of the first, where arela meets every chunk it
     grades for the first time (it keeps the tokens of chunks it graded).
 """
 
@@ -249,34 +250,42 @@ def arela(index: Any, top_k: int) -> System:
 # -- running and scoring -------------------------------------------------------------------------
 
 
-def run(system: System, questions: Sequence[GoldQuestion], top_k: int, rounds: int) -> Result:
-    assert system.ask is not None
-    result = Result(system.name)
-    system.ask(questions[0].question)  # warm-up: lazy loads are setup, not latency
-    answers: list[tuple[list[NodeWithScore], list[str] | None]] = [([], None)] * len(questions)
-    # Round after round of every question once: no question is asked twice in a row, so nothing
-    # gains from remembering the last one; the first round meets every question cold.
+def run(
+    systems: Sequence[System], questions: Sequence[GoldQuestion], top_k: int, rounds: int
+) -> list[Result]:
+    """Every system asked every question, interleaved: round after round, each question put to
+    each system in turn, so a machine that slows down for a while slows every system alike. No
+    question is asked twice in a row; the first round meets every question cold."""
+    results = [Result(system.name) for system in systems]
+    Answer = tuple[list[NodeWithScore], list[str] | None]
+    answers: list[list[Answer]] = [[([], None)] * len(questions) for _ in systems]
+    for system in systems:
+        assert system.ask is not None
+        system.ask(questions[0].question)  # warm-up: lazy loads are setup, not latency
     for round_ in range(rounds):
         for i, gold in enumerate(questions):
-            started = time.perf_counter()
-            try:
-                answers[i] = system.ask(gold.question)
-            except Exception:  # e.g. a selector that cannot parse a small model's answer
-                answers[i] = ([], [])
-                result.errors += 1
-            spent = (time.perf_counter() - started) * 1000
-            result.latencies.append(spent)
-            if round_ == 0:
-                result.first.append(spent)
-    for gold, (nodes, routed) in zip(questions, answers, strict=True):
-        result.ranks.append(strict(gold).rank(nodes, top_k))
-        result.lenient.append(gold.rank(nodes, top_k) is not None)
-        if routed is None or gold.memory is None:
-            result.routed.append(None)
-        else:
-            result.routed.append(set(gold.memory) <= set(routed) if gold.memory else not routed)
-        result.abstained_right.append((not nodes) == (gold.memory == ()))
-    return result
+            for system, result, given in zip(systems, results, answers, strict=True):
+                assert system.ask is not None
+                started = time.perf_counter()
+                try:
+                    given[i] = system.ask(gold.question)
+                except Exception:  # e.g. a selector that cannot parse a small model's answer
+                    given[i] = ([], [])
+                    result.errors += 1
+                spent = (time.perf_counter() - started) * 1000
+                result.latencies.append(spent)
+                if round_ == 0:
+                    result.first.append(spent)
+    for result, given in zip(results, answers, strict=True):
+        for gold, (nodes, routed) in zip(questions, given, strict=True):
+            result.ranks.append(strict(gold).rank(nodes, top_k))
+            result.lenient.append(gold.rank(nodes, top_k) is not None)
+            if routed is None or gold.memory is None:
+                result.routed.append(None)
+            else:
+                result.routed.append(set(gold.memory) <= set(routed) if gold.memory else not routed)
+            result.abstained_right.append((not nodes) == (gold.memory == ()))
+    return results
 
 
 def scores(
@@ -395,10 +404,8 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     per_category: dict[str, dict[str, Any]] = {}
     ranks: dict[str, list[int | None]] = {}
-    for system in systems:
-        if system.ask is None:
-            continue
-        result = run(system, questions, k, args.rounds)
+    asked = [system for system in systems if system.ask is not None]
+    for system, result in zip(asked, run(asked, questions, k, args.rounds), strict=True):
         ranks[system.name.split(" ", 1)[0]] = result.ranks
         results[system.name] = scores(result, questions)
         results[system.name]["setup"] = system.setup_s
