@@ -92,7 +92,20 @@ class ArelaIndex:
     def load(cls, persist_dir: str | Path, **settings: Any) -> ArelaIndex:
         """Open an existing index folder as it is (no scan, no refresh)."""
         config = ArelaConfig().with_(**settings)
-        return cls(_require(Path(persist_dir).expanduser().resolve()), config, detect(config))
+        persist = Path(persist_dir).expanduser().resolve()
+        runtime = detect(config)
+        folder = _require(persist)
+        for _ in range(_LOAD_ATTEMPTS - 1):
+            try:
+                return cls(folder, config, runtime)
+            except IndexProblem:
+                # A build that finished meanwhile removes the folder it replaced, maybe while we
+                # were reading it: then the new one is the index to read.
+                newer = _existing(persist)
+                if newer is None or newer == folder:
+                    raise
+                folder = newer
+        return cls(folder, config, runtime)
 
     def refresh(self) -> BuildSummary:
         """Re-read only files whose content changed and commits newer than the last; reload in place."""
@@ -240,6 +253,9 @@ class ArelaIndex:
                 "why and by whom things changed. Input: one full question."
             ),
         )
+
+
+_LOAD_ATTEMPTS = 3  # builds finishing one after another while a load reads each in turn
 
 
 def _existing(persist_dir: Path) -> Path | None:

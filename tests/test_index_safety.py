@@ -425,3 +425,28 @@ def test_a_loaded_index_keeps_answering_while_a_rebuild_replaces_it(
     assert call_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline").code == 0
     assert old is not None and not old.exists()  # its folder is gone; its files are still open
     assert [str(engine.query(q)) for q in QUESTIONS] == first
+
+
+def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
+    built: Path, taskq: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arela_index.graph_store import GraphStore
+
+    persist = tmp_path / "index"
+    shutil.copytree(built, persist)
+    old = current_build(persist)
+    load = GraphStore.load
+    rebuilt: list[Path] = []
+
+    def rebuild_midway(directory: Path) -> GraphStore:
+        if not rebuilt:  # the load has read CURRENT and the code memory; a rebuild now finishes
+            rebuilt.append(directory)  # first: the build loads graphs too
+            run = call_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline")
+            assert run.code == 0
+        return load(directory)
+
+    monkeypatch.setattr(GraphStore, "load", staticmethod(rebuild_midway))
+    index = ArelaIndex.load(persist, offline=True)
+    assert rebuilt == [old / "graph"] and old is not None and not old.exists()
+    assert index.folder == current_build(persist) != old
+    assert str(index.as_query_engine().query(QUESTIONS[0])).strip()
