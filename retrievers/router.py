@@ -132,7 +132,7 @@ class ArelaRouterRetriever(RouterRetriever):
         with _routing(trace):
             if len(parts) > 1:
                 found = self._fusion(parts).retrieve(bundle)
-            else:  # the memory asked directly: a span of the part's own would only repeat its
+            else:  # one memory, asked directly: the trace already times it
                 found = parts[0].run(bundle) if parts else []
         return self._finish(found, trace)
 
