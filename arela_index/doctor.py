@@ -14,7 +14,6 @@ is not.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from arela_index.changes import Changes
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
 from arela_index.persist import Manifest, current_build
-from arela_index.scanner import resolve_root
+from arela_index.scanner import git, resolve_root
 
 PROBLEMS = ("warn", "fail")
 
@@ -316,14 +315,7 @@ def _short(commit: str | None) -> str:
 def _commits_between(root: Path, old: str | None, new: str | None) -> str:
     if not (old and new):
         return ""
-    done = subprocess.run(
-        ["git", "-C", str(root), "rev-list", "--count", f"{old}..{new}"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    count = done.stdout.strip() if done.returncode == 0 else ""
+    count = git(root, "rev-list", "--count", f"{old}..{new}")
     return f" ({_count(int(count), 'new commit')})" if count else " (history was rewritten)"
 
 
