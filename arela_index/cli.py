@@ -49,9 +49,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "the question is empty: ask something about the repository, e.g. `who calls main?`"
         )
     index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
-    for (
-        note
-    ) in index.notes:  # e.g. why dense retrieval is off; the offline notice is logged already
+    # e.g. why dense retrieval is off; the offline notice is logged already
+    for note in index.notes:
         if "runs offline" not in note:
             print(f"arela: {note}", file=sys.stderr)
     engine = index.as_query_engine(top_k=args.top_k)
@@ -138,12 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "question", metavar="QUESTION", help="the question, or - for one per line on stdin"
     )
-    ask.add_argument("--repo", default=".", help="the repository (default: the current folder)")
-    ask.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
-    ask.add_argument(
-        "--json", action="store_true", help="one JSON object per answer (see README: JSON contract)"
+    _repo_options(
+        ask,
+        offline="do not use Ollama even if it answers",
+        json="one JSON object per answer (see README: JSON contract)",
     )
-    ask.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
     ask.add_argument(
         "--explain",
         action="store_true",
@@ -159,12 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check Ollama, its models and the index; one line per check with what to do",
         description="Exit code 0 only when every check is ok (offline by choice counts as ok).",
     )
-    doctor.add_argument("--repo", default=".", help="the repository (default: the current folder)")
-    doctor.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
-    doctor.add_argument(
-        "--offline", action="store_true", help="offline by choice: skip the Ollama checks"
+    _repo_options(
+        doctor,
+        offline="offline by choice: skip the Ollama checks",
+        json="the checks as one JSON object",
     )
-    doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
     doctor.set_defaults(func=cmd_doctor)
 
     evaluate = sub.add_parser(
@@ -174,21 +171,24 @@ def build_parser() -> argparse.ArgumentParser:
         "symbols, commits. The format is documented in arela_index/evaluate.py.",
     )
     evaluate.add_argument("gold", metavar="GOLD", help="the golden set (.yaml or .jsonl)")
-    evaluate.add_argument(
-        "--repo", default=".", help="the repository (default: the current folder)"
-    )
-    evaluate.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
-    evaluate.add_argument(
-        "--offline", action="store_true", help="do not use Ollama even if it answers"
-    )
-    evaluate.add_argument(
-        "--json", action="store_true", help="scores and per-question results as JSON"
+    _repo_options(
+        evaluate,
+        offline="do not use Ollama even if it answers",
+        json="scores and per-question results as JSON",
     )
     evaluate.add_argument(
         "--top-k", type=_positive, default=5, help="sources per question that count (default 5)"
     )
     evaluate.set_defaults(func=cmd_eval)
     return parser
+
+
+def _repo_options(parser: argparse.ArgumentParser, *, offline: str, json: str) -> None:
+    """--repo, --persist-dir, --offline and --json, shared by the commands that read an index."""
+    parser.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    parser.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    parser.add_argument("--offline", action="store_true", help=offline)
+    parser.add_argument("--json", action="store_true", help=json)
 
 
 def _positive(text: str) -> int:
