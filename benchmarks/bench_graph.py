@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from arela_index.evaluate import percentile
 from arela_index.graph_store import GraphStore, _graph
 from arela_index.parsing import extract_symbols, parses
 from arela_index.retrievers.graph import CodeGraphRetriever
@@ -89,10 +90,6 @@ def questions(store: GraphStore, per_kind: int = 6) -> list[tuple[str, str]]:
     return out
 
 
-def _p95(values: list[float]) -> float:
-    return sorted(values)[min(len(values) - 1, int(0.95 * len(values)))]
-
-
 def _time_queries(
     retriever: CodeGraphRetriever, asked: list[tuple[str, str]], repeat: int, label: str
 ) -> None:
@@ -109,8 +106,8 @@ def _time_queries(
     every = [t for ts in wall.values() for t in ts]
     print(
         f"queries {label}: {len(asked)} questions x {repeat}: wall median {statistics.median(every):.2f} ms, "
-        f"p95 {_p95(every):.2f} ms, max {max(every):.2f} ms | CPU median {statistics.median(cpu):.2f} ms, "
-        f"p95 {_p95(cpu):.2f} ms, max {max(cpu):.2f} ms ({empty} answered nothing)"
+        f"p95 {percentile(every, 0.95):.2f} ms, max {max(every):.2f} ms | CPU median {statistics.median(cpu):.2f} ms, "
+        f"p95 {percentile(cpu, 0.95):.2f} ms, max {max(cpu):.2f} ms ({empty} answered nothing)"
     )
     if label == "as loaded":
         for relation, ts in wall.items():

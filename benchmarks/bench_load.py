@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from arela_index.evaluate import percentile
+
 HERE = Path(__file__).resolve().parent
 Answer = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
@@ -46,11 +48,6 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def question_set(index: Any, count: int, repo: Path) -> list[str]:

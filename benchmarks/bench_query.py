@@ -30,12 +30,9 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore
 
+from arela_index.evaluate import percentile
+
 HERE = Path(__file__).resolve().parent
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def matches(node: NodeWithScore, item: dict[str, Any]) -> bool:

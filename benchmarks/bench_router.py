@@ -26,13 +26,9 @@ sys.path.insert(0, str(TESTS))
 
 from routing_repos import BUILDERS, memories_for, vocabulary_for  # noqa: E402
 
+from arela_index.evaluate import percentile  # noqa: E402
 from arela_index.retrievers.router import build_router  # noqa: E402
 from arela_index.selectors.arela_selector import ArelaSelector  # noqa: E402
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def main() -> None:
