@@ -8,16 +8,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Literal
 
-from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from arela_index.audit_store import AuditStore, CommitFilter, CommitRecord, search_terms
 from arela_index.decisions import Decision
 from arela_index.entities import Vocabulary, extract_mentions
 from arela_index.languages import detect_language
 from arela_index.nodes import make_node, node_id
+from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.timephrases import TimeWindow, resolve_time
 
 log = logging.getLogger("arela_index")
@@ -116,7 +115,7 @@ class _Hit:
     symbols: set[str] = field(default_factory=set)
 
 
-class AuditLogRetriever(BaseRetriever):
+class AuditLogRetriever(MemoryRetriever):
     """Retrieve commits and decision records that answer when / who / why questions.
 
     Time phrases resolve against the newest commit; files, functions and authors the question
@@ -136,9 +135,7 @@ class AuditLogRetriever(BaseRetriever):
         top_k: int = 8,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        # The Settings manager, as stock retrievers use: each top-level query resets its event
-        # log, which a manager of our own would grow by one entry per query, forever.
-        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
+        super().__init__(callback_manager)
         self._store = store
         self._vocabulary = vocabulary
         self.top_k = top_k
@@ -207,12 +204,7 @@ class AuditLogRetriever(BaseRetriever):
 
     # -- searching -----------------------------------------------------------------------------
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(query_bundle.query_str)
-
     def search(self, question: str) -> list[NodeWithScore]:
-        """The memory's nodes for `question`: what `retrieve` returns, without LlamaIndex's span
-        and callback events (the router asks memories this way and times them in its trace)."""
         if not question.strip() or self._store.is_empty():
             return []
         try:

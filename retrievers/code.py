@@ -7,7 +7,6 @@ import threading
 import time
 
 import numpy as np
-from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
@@ -18,6 +17,7 @@ from arela_index.code_search import RRF_K, fuse
 from arela_index.code_store import CodeStore, embedding_failure
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import fresh
+from arela_index.retrievers.memory import MemoryRetriever
 
 log = logging.getLogger("arela_index")
 # Chunks each ranking hands to fusion; more changed no file among the first five on our sets.
@@ -119,7 +119,7 @@ class _DenseRanking:
         ]
 
 
-class CodeMemoryRetriever(BaseRetriever):
+class CodeMemoryRetriever(MemoryRetriever):
     """Code and doc chunks: BM25 over chunks and over whole files, and cosine (FAISS) when an
     embedder is given, fused by reciprocal rank.
 
@@ -141,10 +141,7 @@ class CodeMemoryRetriever(BaseRetriever):
         candidates: int = CANDIDATES,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        # The Settings manager, as stock retrievers use: each top-level query resets its event
-        # log, which a manager of our own would grow by one entry per query, forever.
-        callback_manager = callback_manager or Settings.callback_manager
-        super().__init__(callback_manager=callback_manager)
+        super().__init__(callback_manager)
         if top_k < 1:
             raise ArelaError(f"top_k must be at least 1, got {top_k}")
         self._store = store
@@ -158,7 +155,12 @@ class CodeMemoryRetriever(BaseRetriever):
         if embed_model is not None and store.vectors is not None:
             _check_model(store, embed_model)
             self._dense = _DenseRanking(
-                store, embed_model, vector_store, self._candidates, self.failures, callback_manager
+                store,
+                embed_model,
+                vector_store,
+                self._candidates,
+                self.failures,
+                self.callback_manager,
             )
 
     @property
@@ -171,12 +173,7 @@ class CodeMemoryRetriever(BaseRetriever):
         """Why the last query went sparse-only although it has vectors and an embedder, or None."""
         return self._dense.why_not if self._dense is not None else None
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(query_bundle.query_str)
-
     def search(self, question: str) -> list[NodeWithScore]:
-        """The memory's nodes for `question`: what `retrieve` returns, without LlamaIndex's span
-        and callback events (the router asks memories this way and times them in its trace)."""
         if not question.strip() or self._store.is_empty():
             return []
         rankings = []

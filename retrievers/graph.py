@@ -5,15 +5,14 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from arela_index.graph_questions import Entity, understand
 from arela_index.graph_resolve import EXTERNAL
 from arela_index.graph_store import GraphStore, Link
 from arela_index.nodes import make_node, node_id, normalise
+from arela_index.retrievers.memory import MemoryRetriever
 
 # How a related symbol stands to the subject, as the first line of its node says it.
 _PHRASES = {
@@ -72,7 +71,7 @@ def _score(link: Link) -> float:
     return (1.0 if link.resolved else _BY_NAME_SCORE) / max(1, link.depth)
 
 
-class CodeGraphRetriever(BaseRetriever):
+class CodeGraphRetriever(MemoryRetriever):
     """Symbols related to the ones a question names: callers, callees, importers, imports,
     subclasses, bases, members, the definition, a call path between two symbols, or (when the
     question does not say) the neighbourhood.
@@ -93,31 +92,24 @@ class CodeGraphRetriever(BaseRetriever):
         fanout: int = 50,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        # The Settings manager, as stock retrievers use: each top-level query resets its event
-        # log, which a manager of our own would grow by one entry per query, forever.
-        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
+        super().__init__(callback_manager)
         self._store = store
         self.top_k = max(2, top_k)
         self.fanout = max(1, fanout)
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(query_bundle.query_str)
-
-    def search(self, text: str) -> list[NodeWithScore]:
-        """The memory's nodes for the question `text`: what `retrieve` returns, without LlamaIndex's span
-        and callback events (the router asks memories this way and times them in its trace)."""
+    def search(self, question: str) -> list[NodeWithScore]:
         if self._store.is_empty():
             return []
-        question = understand(text, self._store)
-        entities = question.entities[:2] if question.relation == "path" else question.entities
+        asked = understand(question, self._store)
+        entities = asked.entities[:2] if asked.relation == "path" else asked.entities
         ambiguous = next((e for e in entities if e.ambiguous), None)
         if ambiguous is not None:
             return self._candidates(ambiguous)
         subjects = list(dict.fromkeys(e.candidates[0] for e in entities))
-        if question.relation == "path":
+        if asked.relation == "path":
             answers = [self._path(*subjects[:2])] if len(subjects) == 2 else []
         else:
-            answers = [self._answer(question.relation, s) for s in subjects[:_MAX_SUBJECTS]]
+            answers = [self._answer(asked.relation, s) for s in subjects[:_MAX_SUBJECTS]]
         answers = [a for a in answers if a.links]
         if not answers:
             return []

@@ -23,9 +23,7 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
 from arela_index.nodes import fresh, normalise
-from arela_index.retrievers.audit import AuditLogRetriever
-from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.retrievers.graph import CodeGraphRetriever
+from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 from arela_index.selectors.tools import memory_of
 from arela_index.text import STOPWORDS, words
@@ -60,9 +58,6 @@ _COMPARING = frozenset(
 )
 # Fusion cuts after de-duplication by node id, so it keeps some spare candidates.
 _SPARE = 2
-# Our memories are asked by `search`: LlamaIndex's span and callback events around `retrieve` cost
-# as much as a code search itself, and the trace already times each memory.
-_MEMORIES = (CodeMemoryRetriever, CodeGraphRetriever, AuditLogRetriever)
 
 
 class ArelaRouterRetriever(RouterRetriever):
@@ -291,7 +286,9 @@ class _Part(BaseRetriever):
         bundle = QueryBundle(self._query) if self._query else query_bundle
         with self._trace.time(f"retrieve:{self._label}"):
             try:
-                if isinstance(self._inner, _MEMORIES):
+                # A memory is asked by `search`: the span and callback events around `retrieve`
+                # cost as much as a code search, and the trace times each memory already.
+                if isinstance(self._inner, MemoryRetriever):
                     found = self._inner.search(bundle.query_str)
                 else:  # another tool's nodes may be its stored ones: the route marks its own
                     found = [fresh(n.node, n.score) for n in self._inner.retrieve(bundle)]

@@ -1,0 +1,29 @@
+"""What the three memory retrievers share: `search(question)`, and `retrieve` around it."""
+
+from __future__ import annotations
+
+from llama_index.core import Settings
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+
+class MemoryRetriever(BaseRetriever):
+    """A memory of one repository. `retrieve` is LlamaIndex's (spans, callback events);
+    `search` is the same answer without them, for the router, which times each memory itself.
+
+    >>> retriever.search("who calls load_config?") == retriever.retrieve("who calls load_config?")  # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, callback_manager: CallbackManager | None = None) -> None:
+        # The Settings manager, as stock retrievers use: each top-level query resets its event
+        # log, which a manager of our own would grow by one entry per query, forever.
+        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
+
+    def search(self, question: str) -> list[NodeWithScore]:
+        """This memory's fresh nodes for `question`, scores in [0, 1]; nothing found gives []."""
+        raise NotImplementedError  # not abstract: LlamaIndex would wrap each one in a span
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.search(query_bundle.query_str)
