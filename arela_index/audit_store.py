@@ -11,7 +11,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -162,7 +162,7 @@ class CommitFilter:
             clauses.append(f"{alias}.id >= ?")
             params.append(self.min_id)
         if self.authors:
-            clauses.append(f"{alias}.author IN ({','.join('?' * len(self.authors))})")
+            clauses.append(f"{alias}.author IN ({_marks(self.authors)})")
             params.extend(self.authors)
         return (" AND ".join(clauses) or "1"), params
 
@@ -362,7 +362,7 @@ class AuditStore:
         wanted = sorted(set(names))
         if not wanted:
             return set()
-        sql = f"SELECT DISTINCT name FROM symbols WHERE name IN ({','.join('?' * len(wanted))})"
+        sql = f"SELECT DISTINCT name FROM symbols WHERE name IN ({_marks(wanted)})"
         return {r[0] for r in self._rows(sql, wanted)}
 
     # -- searching -----------------------------------------------------------------------------
@@ -435,14 +435,14 @@ class AuditStore:
         parts: list[str] = []
         args: list[Any] = []
         if paths:
-            marks = ",".join("?" * len(paths))
+            marks = _marks(paths)
             parts.append(
                 f"SELECT commit_id AS cid, path AS p, '' AS s FROM files WHERE path IN ({marks})"
             )
             parts.append(f"SELECT commit_id, old_path, '' FROM files WHERE old_path IN ({marks})")
             args += [*paths, *paths]
         if symbols:
-            marks = ",".join("?" * len(symbols))
+            marks = _marks(symbols)
             columns = "commit_id, '', name" if parts else "commit_id AS cid, '' AS p, name AS s"
             parts.append(f"SELECT {columns} FROM symbols WHERE name IN ({marks})")
             args += list(symbols)
@@ -450,7 +450,7 @@ class AuditStore:
             return {}
         clause, params = where.sql()
         if among is not None:
-            clause += f" AND c.id IN ({','.join('?' * len(among))})"
+            clause += f" AND c.id IN ({_marks(among)})"
             params = [*params, *among]
         order = "DESC" if newest_first else "ASC"
         sql = (
@@ -484,7 +484,7 @@ class AuditStore:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        marks = ",".join("?" * len(wanted))
+        marks = _marks(wanted)
         files: dict[int, list[FileChange]] = {i: [] for i in wanted}
         for cid, path, old, added, removed in self._rows(
             "SELECT commit_id, path, old_path, added, removed FROM files "
@@ -524,7 +524,7 @@ class AuditStore:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        marks = ",".join("?" * len(wanted))
+        marks = _marks(wanted)
         return dict(self._rows(f"SELECT id, ts FROM commits WHERE id IN ({marks})", wanted))
 
     def match_decisions(
@@ -551,7 +551,7 @@ class AuditStore:
         where = " AND ".join(clauses)
         found: dict[int, tuple[float, bool]] = {}
         if versions:
-            marks = ",".join("?" * len(versions))
+            marks = _marks(versions)
             for (did,) in self._rows(
                 f"SELECT id FROM decisions WHERE version IN ({marks})", versions
             ):
@@ -580,7 +580,7 @@ class AuditStore:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        marks = ",".join("?" * len(wanted))
+        marks = _marks(wanted)
         rows = self._rows(
             "SELECT id, kind, path, title, start_line, end_line, text, date, status, version "
             f"FROM decisions WHERE id IN ({marks})",
@@ -592,19 +592,24 @@ class AuditStore:
 # -- writing -----------------------------------------------------------------------------------
 
 
+def _marks(values: Sized) -> str:
+    """One `?` per value, for an `IN (...)` list."""
+    return ",".join("?" * len(values))
+
+
 def _touch_clause(paths: Sequence[str], symbols: Sequence[str]) -> tuple[str, list[Any]]:
     """SQL requiring commit `c` to have touched one of the paths or symbols (key lookups)."""
     tests: list[str] = []
     params: list[Any] = []
     if paths:
-        marks = ",".join("?" * len(paths))
+        marks = _marks(paths)
         tests.append(
             "EXISTS (SELECT 1 FROM files WHERE commit_id = c.id "
             f"AND (path IN ({marks}) OR old_path IN ({marks})))"
         )
         params += [*paths, *paths]
     if symbols:
-        marks = ",".join("?" * len(symbols))
+        marks = _marks(symbols)
         tests.append(f"EXISTS (SELECT 1 FROM symbols WHERE commit_id = c.id AND name IN ({marks}))")
         params += list(symbols)
     return (f" AND ({' OR '.join(tests)})" if tests else ""), params
