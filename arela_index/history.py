@@ -267,13 +267,14 @@ def read_log(
     if not commits:
         return
     both = workers > 1 and len(commits) >= 2 * _MIN_STRETCH
-    stretches = max(1, min(workers // 2, len(commits) // (2 * _MIN_STRETCH))) if both else 1
+    stretches = min(workers // 2, len(commits) // (2 * _MIN_STRETCH)) if both else 1
     bounds = [len(commits) * i // stretches for i in range(stretches + 1)]
     # Per stretch, the positions neither git has read yet: [low, high).
     unread = [[bounds[k], bounds[k + 1]] for k in range(stretches)]
     lists: list[list[str]] = []
     for low, high in unread:
-        lists += [commits[low:high], commits[low:high][::-1]] if both else [commits[low:high]]
+        part = commits[low:high]
+        lists += [part, part[::-1]] if both else [part]
     with tempfile.TemporaryDirectory(prefix="arela-git-") as tmp:
         folder = Path(tmp)
         attributes = folder / "attributes"
