@@ -14,15 +14,14 @@ plus its file's among files.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 from llama_index.core.schema import TextNode
 
+from arela_index.code_store import stem
 from arela_index.text import expand_identifiers, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
@@ -123,7 +122,6 @@ class CodeSearch:
         self._vocab: dict[str, int] = index.vocab_dict
         self._pattern = re.compile(bm25.token_pattern)
         self._stems = not bm25.skip_stemming
-        self._stemmers = threading.local()  # PyStemmer objects must not be shared by threads
         raw = index.scores
         self._chunks = _Postings(
             np.asarray(raw["indptr"]),
@@ -150,15 +148,9 @@ class CodeSearch:
         raw = self._pattern.findall(expand_identifiers(question).lower())
         tokens = [t for t in raw if t not in _STOPWORDS]  # bm25s.tokenize's default, "english"
         if self._stems:
-            tokens = self._stemmer().stemWords(tokens)
+            tokens = stem(tokens)
         vocab = self._vocab
         return np.array([vocab[t] for t in tokens if t in vocab], dtype=np.int64)
-
-    def _stemmer(self) -> Any:
-        # The BM25Retriever's default, and what a loaded one has: its stemmer is not persisted.
-        if not hasattr(self._stemmers, "english"):
-            self._stemmers.english = Stemmer.Stemmer("english")
-        return self._stemmers.english
 
     def chunk_scores(self, question: str) -> np.ndarray:
         """Every chunk's BM25 score for the question (what the `BM25Retriever` would score)."""

@@ -91,6 +91,12 @@ def sparse_tokens(node: TextNode) -> list[str]:
     tokens = [t for t in _TOKEN.findall(text.lower()) if t not in stop]
     for parts in compound_parts(text):
         tokens.extend(p for p in parts if len(p) > 1 and p not in stop)
+    return stem(tokens)
+
+
+def stem(tokens: list[str]) -> list[str]:
+    """`tokens` through the `BM25Retriever`'s default stemmer (PyStemmer's English), as a loaded
+    retriever stems too (its stemmer is not persisted); each thread remembers the stems it gave."""
     known = _STEMS.known
     if len(known) > _KNOWN_MOST:
         known.clear()
@@ -166,7 +172,7 @@ class CodeStore:
         self.embedding = embedding
         self.by_id = {c.node_id: c for c in chunks}
         self.position = {c.node_id: i for i, c in enumerate(chunks)}
-        self._bm25 = bm25
+        self.bm25 = bm25  # the `BM25Retriever` over `sparse_text`; None without chunks
         self._search: CodeSearch | None = None
         self._faiss: Any = None
         self._lock = threading.Lock()
@@ -234,13 +240,6 @@ class CodeStore:
         embedding, vectors = _load_vectors(directory, len(chunks))
         bm25 = _load_bm25(directory / _BM25, chunks) if chunks else None
         return cls(chunks, vectors, embedding, bm25)
-
-    @property
-    def bm25(self) -> Any:
-        """The sparse index over identifier-expanded chunk text (built on first use)."""
-        if self._bm25 is None:
-            self._bm25 = bm25_retriever(self.chunks, [None] * len(self.chunks))
-        return self._bm25
 
     @property
     def search(self) -> CodeSearch:
