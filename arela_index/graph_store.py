@@ -287,11 +287,9 @@ class GraphStore:
     def _out(self, qualname: str, relation: str) -> list[Link]:
         return self._links(qualname, relation, incoming=False)
 
-    def _path(self, qualname: str) -> str | None:
-        return self._paths.get(qualname)
-
     @cached_property
     def _paths(self) -> dict[str, str]:
+        """Each symbol's file, for the edges that do not name one themselves."""
         return {n: a["path"] for n, a in self.graph.nodes(data=True) if a.get("path")}
 
     def callers(self, qualname: str) -> list[Link]:
