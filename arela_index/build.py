@@ -295,7 +295,7 @@ def _parse_all(
     files: list[SourceFile], show_progress: bool | None
 ) -> tuple[dict[str, FileSymbols], list[TextNode]]:
     """Symbols by path and the chunks of `files`, parsed in worker processes when many."""
-    with _parse_pool(len(files)) as pool:
+    with _collector_paused(), _parse_pool(len(files)) as pool:
         parsed, chunks, _ = _parse_files(files, show_progress, pool)
     return parsed, chunks
 
@@ -364,18 +364,18 @@ def _build_audit(
 
 
 def _side_start(parent: int) -> None:
-    """The history process collects its garbage (commits by the thousand), inherited objects
-    aside, and yields the CPU to the parse workers."""
+    """The history process collects its garbage (commits by the thousand), though not the
+    objects it inherited (walking the libraries' objects at every full collection costs as much
+    as the work), and yields the CPU to the parse workers. Parse workers keep the build's paused
+    collector: parsing makes no cyclic garbage."""
+    gc.freeze()
     gc.enable()
     os.nice(_HISTORY_NICE)
     _worker_start(parent)
 
 
 def _worker_start(parent: int) -> None:
-    """A worker ends with the build (killed builds must leave no orphans holding memory), and
-    its collector leaves alone the objects it inherited: walking the libraries' objects again at
-    every full collection cost as much as parsing (parsing makes no cyclic garbage)."""
-    gc.freeze()
+    """A worker ends with the build: killed builds must leave no orphans holding memory."""
     if sys.platform.startswith("linux"):
         import ctypes
 
