@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import sys
@@ -36,7 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from arela_index.evaluate import percentile
+from _common import has_index
+
+from arela_index.evaluate import load_golden, percentile
+from arela_index.index import ArelaIndex
 
 HERE = Path(__file__).resolve().parent
 Answer = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
@@ -55,7 +57,7 @@ def question_set(index: Any, count: int, repo: Path) -> list[str]:
     questions: list[str] = []
     labeled = HERE / "questions_pytest_mixed.jsonl"
     if repo.name == "pytest" and labeled.exists():
-        questions += [json.loads(line)["question"] for line in labeled.read_text().splitlines()]
+        questions += [gold.question for gold in load_golden(labeled)]
     rng = random.Random(8)
     symbols = sorted(s for s in index.graph.symbol_names() if "." in s)
     files = sorted(index.manifest.files)
@@ -170,9 +172,6 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from arela_index.index import ArelaIndex
-    from arela_index.persist import current_build
-
     persist = args.index or Path("/tmp/arela-bench-load") / args.repo.name
     settings: dict[str, Any] = {"offline": True}
     if args.static:
@@ -187,7 +186,7 @@ def main() -> int:
         fake = FakeOllama(chat_handler=healthy_chat, lifetime=86_400).__enter__()
         settings = {"ollama_host": fake.url, "router_timeout": 30.0, "answer_timeout": 60.0}
         persist = persist.with_name(persist.name + "-fake-ollama")
-    if not persist.is_dir() or current_build(persist) is None:
+    if not has_index(persist):
         started = time.perf_counter()
         ArelaIndex.build(args.repo, persist_dir=str(persist), **settings)
         print(

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _common import open_index
 from llama_index.core.schema import NodeWithScore
 
 from arela_index.evaluate import percentile
@@ -60,17 +61,6 @@ def load_questions(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def open_index(repo: Path, index: Path, rebuild: bool) -> Any:
-    from arela_index.index import ArelaIndex
-
-    if rebuild or not (index / "CURRENT").exists():
-        started = time.perf_counter()
-        built = ArelaIndex.build(repo, persist_dir=str(index), offline=True)
-        print(f"built the index in {time.perf_counter() - started:.1f} s into {index}")
-        return built
-    return ArelaIndex.load(index, offline=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=Path("/work/bench-repos/pytest"))
@@ -82,7 +72,9 @@ def main() -> None:
     args = parser.parse_args()
 
     questions = load_questions(args.questions)
-    index = open_index(args.repo, args.index, args.rebuild)
+    index, built = open_index(args.repo, args.index, args.rebuild, offline=True)
+    if built is not None:
+        print(f"built the index in {built:.1f} s into {args.index}")
     retriever = index.as_retriever()
     engine = index.as_query_engine()
     # Load what every query needs once (BM25, the static model, the graph), as a server would.

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _common import open_index
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from arela_index.config import ArelaConfig
@@ -341,19 +342,6 @@ def default_questions() -> Path:
     return MIXED if tracked.returncode == 0 else OWN
 
 
-def open_index(repo: Path, persist_dir: Path, offline: bool) -> tuple[Any, str]:
-    from arela_index.index import ArelaIndex
-    from arela_index.persist import current_build
-
-    settings: dict[str, Any] = {"offline": True} if offline else {}
-    if persist_dir.is_dir() and current_build(persist_dir) is not None:
-        index = ArelaIndex.load(persist_dir, **settings)
-        return index, f"loaded (built in {index.manifest.build_seconds:.0f} s)"
-    started = time.perf_counter()
-    index = ArelaIndex.build(repo, persist_dir=str(persist_dir), **settings)
-    return index, f"built in {time.perf_counter() - started:.0f} s"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=Path("/work/bench-repos/pytest"))
@@ -374,8 +362,13 @@ def main() -> None:
     k = args.top_k
 
     started = time.perf_counter()
-    index, how = open_index(repo, persist_dir, args.offline)
+    index, built = open_index(repo, persist_dir, **({"offline": True} if args.offline else {}))
     systems_setup = {"arela": time.perf_counter() - started}
+    how = (
+        f"loaded (built in {index.manifest.build_seconds:.0f} s)"
+        if built is None
+        else f"built in {built:.0f} s"
+    )
     started = time.perf_counter()
     nodes, chunk_note = stock_chunks(repo, index.config, persist_dir)
     bm25 = stock_bm25(nodes, k)
