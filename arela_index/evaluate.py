@@ -355,21 +355,24 @@ def _missed(outcome: Outcome) -> bool:
 def _scores(outcomes: Sequence[Outcome], k: int) -> dict[str, Any]:
     scored = [o for o in outcomes if o.scored]
     routed = [o for o in outcomes if o.routed_right is not None]
+    routed_right = sum(1 for o in routed if o.routed_right)
+    hits = sum(1 for o in scored if o.rank is not None)
+    abstained_right = sum(1 for o in outcomes if o.abstained_right)
     latencies = [o.latency_ms for o in outcomes]
     return {
         "questions": len(outcomes),
         "routing_scored": len(routed),
-        "routing_right": sum(1 for o in routed if o.routed_right),
-        "routing_accuracy": _ratio(sum(1 for o in routed if o.routed_right), len(routed)),
+        "routing_right": routed_right,
+        "routing_accuracy": _ratio(routed_right, len(routed)),
         "memories_per_question": statistics.fmean(len(o.routed) for o in outcomes)
         if outcomes
         else 0.0,
         "scored": len(scored),
-        "hits": sum(1 for o in scored if o.rank is not None),
-        f"hit_at_{k}": _ratio(sum(1 for o in scored if o.rank is not None), len(scored)),
+        "hits": hits,
+        f"hit_at_{k}": _ratio(hits, len(scored)),
         "mrr": round(statistics.fmean(o.reciprocal_rank for o in scored), 4) if scored else 0.0,
-        "abstention_right": sum(1 for o in outcomes if o.abstained_right),
-        "abstention_accuracy": _ratio(sum(1 for o in outcomes if o.abstained_right), len(outcomes)),
+        "abstention_right": abstained_right,
+        "abstention_accuracy": _ratio(abstained_right, len(outcomes)),
         "latency_ms": {
             "median": round(statistics.median(latencies), 3) if latencies else 0.0,
             "p95": round(percentile(latencies, 0.95), 3),
