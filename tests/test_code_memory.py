@@ -187,30 +187,26 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     return repo
 
 
-@pytest.fixture(scope="module")
-def hybrid(repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
-    """Built offline with the packaged static embedder: dense + sparse."""
-    persist = tmp_path_factory.mktemp("hybrid") / "index"
+def _offline_index(repo: GitRepo, folder: Path, embedding: str) -> ArelaIndex:
     return ArelaIndex.build(
         repo.root,
         offline=True,
-        offline_embedding="static",
-        persist_dir=str(persist),
+        offline_embedding=embedding,
+        persist_dir=str(folder / "index"),
         show_progress=False,
     )
+
+
+@pytest.fixture(scope="module")
+def hybrid(repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
+    """Built offline with the packaged static embedder: dense + sparse."""
+    return _offline_index(repo, tmp_path_factory.mktemp("hybrid"), "static")
 
 
 @pytest.fixture(scope="module")
 def sparse(repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
     """Built offline without any embedder: BM25 only."""
-    persist = tmp_path_factory.mktemp("sparse") / "index"
-    return ArelaIndex.build(
-        repo.root,
-        offline=True,
-        offline_embedding="none",
-        persist_dir=str(persist),
-        show_progress=False,
-    )
+    return _offline_index(repo, tmp_path_factory.mktemp("sparse"), "none")
 
 
 def _by_symbol(index: ArelaIndex) -> dict[str, TextNode]:
@@ -457,13 +453,7 @@ def test_reloading_an_index_gives_the_same_chunks_and_answers(
     repo: GitRepo, hybrid: ArelaIndex, tmp_path: Path
 ) -> None:
     reloaded = ArelaIndex.load(hybrid.persist_dir, offline=True)
-    rebuilt = ArelaIndex.build(
-        repo.root,
-        offline=True,
-        offline_embedding="static",
-        persist_dir=str(tmp_path / "again"),
-        show_progress=False,
-    )
+    rebuilt = _offline_index(repo, tmp_path, "static")
     for other in (reloaded, rebuilt):
         assert _chunk_rows(other.code) == _chunk_rows(hybrid.code)
         assert other.code.vectors is not None and hybrid.code.vectors is not None
