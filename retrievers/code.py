@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -17,14 +16,12 @@ from arela_index.code_search import RRF_K, fuse
 from arela_index.code_store import CodeStore, embedding_failure
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import fresh
+from arela_index.ollama import Rest
 from arela_index.retrievers.memory import MemoryRetriever
 
 log = logging.getLogger("arela_index")
 # Chunks each ranking hands to fusion; more changed no file among the first five on our sets.
 CANDIDATES = 20
-# After the embedder fails, queries go sparse-only for this long instead of each waiting for a
-# timeout of its own against a server that hangs.
-PAUSE_AFTER_FAILURE = 30.0
 
 
 class _DenseRanking:
@@ -32,7 +29,8 @@ class _DenseRanking:
     store a caller passed (any LlamaIndex one, filled with the store's chunks).
 
     When the embedder fails (Ollama down, hanging, model gone) it ranks nothing, records why in
-    `failures` and stays off for `PAUSE_AFTER_FAILURE` seconds: the query goes on sparse-only.
+    `failures` and rests (`ollama.Rest`): queries go sparse-only instead of each waiting for a
+    timeout of its own against a server that hangs.
     """
 
     def __init__(
@@ -57,7 +55,7 @@ class _DenseRanking:
             )
         )
         self._failures = failures
-        self._paused_until = 0.0
+        self._rest = Rest()
         # Per thread: concurrent queries share this ranking, and one query's outcome must not
         # rescale another's scores.
         self._last = threading.local()
@@ -77,10 +75,8 @@ class _DenseRanking:
 
     def rank(self, question: str) -> list[int]:
         """Chunk positions by cosine to the question, best first (positive cosines only)."""
-        left = self._paused_until - time.monotonic()
-        if left > 0:
-            why = f"dense retrieval skipped for {left:.0f} s more after: {self._failures[-1]}"
-            self._outcome(False, why)
+        if resting := self._rest.why():
+            self._outcome(False, f"dense retrieval {resting}")
             return []
         assert self._store.vectors is not None
         try:
@@ -93,10 +89,10 @@ class _DenseRanking:
                 )
             ranked = self._search(question, vector)
         except Exception as exc:  # an unreachable or broken embedder must not sink the query
-            self._paused_until = time.monotonic() + PAUSE_AFTER_FAILURE
             self._failures.append(
                 f"dense retrieval skipped: {embedding_failure(exc, self._embed_model)}"
             )
+            self._rest.failed(self._failures[-1])
             log.warning("arela-index: %s", self._failures[-1])
             self._outcome(False, self._failures[-1])
             return []
