@@ -5,8 +5,8 @@
 
 With no Ollama answering at OLLAMA_HOST (or with --offline) it runs offline: retrieval is
 identifier-aware BM25 (ARELA_OFFLINE_EMBEDDING=static adds the packaged static embedding), routing
-is rules and prototypes, and each answer is the ranked, cited context instead of a written one. The index goes to PATH/.arela; a second run
-only refreshes what changed.
+is rules and prototypes, and each answer is the ranked, cited context instead of a written one.
+The index goes to PATH/.arela; a second run only refreshes what changed.
 """
 
 from __future__ import annotations
