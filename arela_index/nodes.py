@@ -99,12 +99,12 @@ def fresh(node: BaseNode, score: float | None, **extra: Any) -> NodeWithScore:
     # re-validating what the stored node already passed, half the cost of assigning each field.
     copy = node.model_copy(
         update={
-            "metadata": {**node.metadata, **extra},
-            "excluded_llm_metadata_keys": sorted({*node.excluded_llm_metadata_keys, *extra}),
-            "excluded_embed_metadata_keys": sorted({*node.excluded_embed_metadata_keys, *extra}),
+            "metadata": dict(node.metadata),
+            "excluded_llm_metadata_keys": list(node.excluded_llm_metadata_keys),
+            "excluded_embed_metadata_keys": list(node.excluded_embed_metadata_keys),
         }
     )
-    return NodeWithScore(node=copy, score=score)
+    return NodeWithScore(node=hide(copy, **extra), score=score)
 
 
 def hide(node: BaseNode, **extra: Any) -> BaseNode:
