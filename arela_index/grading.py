@@ -166,7 +166,7 @@ class RelevanceGrader(BaseNodePostprocessor):
         kept = self._judge([(question, nodes)], question, intents, trace, attempt=0)
         retries = kept_at = 0
         while len(kept) < self.min_relevant and retries < self.max_retries:
-            plan = self._plan(question, intents, trace, tried, pool)
+            plan = self._plan(question, trace, tried, pool)
             if plan is None:
                 break
             retries += 1
@@ -330,12 +330,7 @@ class RelevanceGrader(BaseNodePostprocessor):
     # -- deciding the next try ------------------------------------------------------------------
 
     def _plan(
-        self,
-        question: str,
-        intents: list[str],
-        trace: Trace,
-        tried: Sequence[Attempt],
-        pool: Sequence[NodeWithScore],
+        self, question: str, trace: Trace, tried: Sequence[Attempt], pool: Sequence[NodeWithScore]
     ) -> Attempt | None:
         """Why too little came back decides the next try: another memory, a rewritten query, or none."""
         for plan in self._candidates(question, trace, tried, pool):
@@ -358,7 +353,8 @@ class RelevanceGrader(BaseNodePostprocessor):
             others = [m for m in others if m not in used]
         if not content_terms(question) and not _name_keys(question):
             return  # nothing to look for elsewhere: "who calls it?" with no `it`
-        named = [*extract_mentions(question).names, *extract_mentions(question).paths]
+        mentions = extract_mentions(question)
+        named = [*mentions.names, *mentions.paths]
         if len(named) > 1 and not trace.compared:  # one name may have drowned the other
             for memory in first:
                 yield Attempt(
