@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from arela_index.languages import detect_language
@@ -135,6 +135,15 @@ class Vocabulary:
             for part in author.split():
                 if len(part) > 2:
                     self._authors.setdefault(part.lower(), author)
+
+    @cached_property
+    def names_by_initial(self) -> dict[str, dict[str, str]]:
+        """Symbols' last parts by their first letter, lower-cased → as written (near misses)."""
+        found: dict[str, dict[str, str]] = {}
+        for symbol in self.symbols:
+            name = symbol.rsplit(".", 1)[-1]
+            found.setdefault(name[:1].lower(), {})[name.lower()] = name
+        return found
 
     def __len__(self) -> int:
         return len(self.symbols) + len(self.paths)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import weakref
 
 from arela_index.entities import Vocabulary, extract_mentions
 from arela_index.text import STOPWORDS, words
@@ -159,37 +158,11 @@ def closest_names(name: str, vocabulary: Vocabulary, limit: int = 3) -> list[str
     lowered = name.lower()
     if not lowered:
         return []
-    by_start = _simple_names(vocabulary)
+    spellings = vocabulary.names_by_initial.get(lowered[0], {})
     size = len(lowered)
-    candidates = [
-        n for n in by_start.get(lowered[0], ()) if 3 * size <= 5 * len(n) and 3 * len(n) <= 5 * size
-    ]
+    candidates = [n for n in spellings if 3 * size <= 5 * len(n) and 3 * len(n) <= 5 * size]
     hits = difflib.get_close_matches(lowered, candidates, n=limit, cutoff=0.75)
-    originals = _originals(vocabulary)
-    return [originals[h] for h in hits]
-
-
-_SIMPLE: weakref.WeakKeyDictionary[Vocabulary, dict[str, list[str]]] = weakref.WeakKeyDictionary()
-_ORIGINAL: weakref.WeakKeyDictionary[Vocabulary, dict[str, str]] = weakref.WeakKeyDictionary()
-
-
-def _originals(vocabulary: Vocabulary) -> dict[str, str]:
-    """Lower-cased last parts of the vocabulary's symbols → their spelling (computed once)."""
-    found = _ORIGINAL.get(vocabulary)
-    if found is None:
-        found = {s.rsplit(".", 1)[-1].lower(): s.rsplit(".", 1)[-1] for s in vocabulary.symbols}
-        _ORIGINAL[vocabulary] = found
-    return found
-
-
-def _simple_names(vocabulary: Vocabulary) -> dict[str, list[str]]:
-    found = _SIMPLE.get(vocabulary)
-    if found is None:
-        found = {}
-        for lowered in sorted(_originals(vocabulary)):
-            found.setdefault(lowered[:1], []).append(lowered)
-        _SIMPLE[vocabulary] = found
-    return found
+    return [spellings[h] for h in hits]
 
 
 def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
