@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import Stemmer
-
-# The stemmer the code memory's BM25 index uses; PyStemmer objects must not be shared by threads.
-_STEMMERS = threading.local()
-
-
-def _stemmer() -> Any:
-    if not hasattr(_STEMMERS, "english"):
-        _STEMMERS.english = Stemmer.Stemmer("english")
-    return _STEMMERS.english
+from arela_index.code_store import stem
 
 
 class TermWeights:
@@ -61,11 +51,12 @@ class TermWeights:
 
     @staticmethod
     def stems(words: Iterable[str]) -> list[str]:
-        return _stemmer().stemWords([w.lower() for w in words])
+        """The words' stems as the code memory's BM25 index has them."""
+        return stem([w.lower() for w in words])
 
     def weight(self, word: str) -> float:
         """BM25's idf of the word's stem; unknown words weigh as if in no chunk at all."""
         if self.documents <= 0:
             return 1.0
-        count = self._frequency(_stemmer().stemWord(word.lower())) or 0
+        count = self._frequency(self.stems([word])[0]) or 0
         return math.log(1 + (self.documents - count + 0.5) / (count + 0.5))
