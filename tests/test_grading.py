@@ -16,9 +16,11 @@ from arela_index.config import ArelaConfig
 from arela_index.entities import Vocabulary
 from arela_index.grading import RelevanceGrader
 from arela_index.index import ArelaIndex
+from arela_index.node_text import NodeText
 from arela_index.ollama import make_llm
 from arela_index.rewrite import closest_names, offline_rewrite
 from arela_index.term_weights import TermWeights
+from arela_index.text import tokenize
 from arela_index.trace import TRACE_KEY, Trace
 
 
@@ -82,6 +84,19 @@ def test_a_node_that_never_mentions_the_named_symbol_is_not_relevant(index: Arel
     assert mentioning and max(mentioning) >= grader.threshold
     # The same chunks for a name nothing in the repository has: none is relevant.
     assert max(grader.offline_grades(nodes, "what does parse_cfg_v2 return?", ["factual"])) < 0.5
+
+
+def test_the_grader_reads_a_chunk_as_tokenizing_all_of_it_would(index: ArelaIndex) -> None:
+    # NodeText looks only at the runs holding a term's stem; it must find exactly what full
+    # tokenizing finds, on every chunk of a real index, including words Snowball shortens.
+    words = {w for chunk in index.code.chunks for w in tokenize(chunk.text)}
+    words |= {"dying", "tie", "happy", "queues", "parsing", "io", "zzz_absent"}
+    stems = set(TermWeights.stems(words))
+    for chunk in index.code.chunks:
+        tokens = tokenize(chunk.text)
+        text = NodeText(chunk.text)
+        assert {s for s in stems if text.has_stem(s)} == set(TermWeights.stems(tokens))
+        assert {w for w in words if text.has_token(w)} == set(tokens)
 
 
 # -- keeping ------------------------------------------------------------------------------------
