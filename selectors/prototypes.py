@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
@@ -19,6 +18,7 @@ from itertools import pairwise
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.entities import Mentions, extract_mentions
+from arela_index.ollama import Rest, describe_failure
 from arela_index.selectors.evidence import stem
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -185,11 +185,9 @@ class Prototypes:
             for token in vector:
                 self._postings.setdefault(token, []).append(i)
         self._embed_model = embed_model
-        self.cooldown = cooldown
         self._embeddings: list[list[float]] | None = None
         self._lock = threading.Lock()
-        self._resting_until = 0.0
-        self._last_failure = ""
+        self._rest = Rest(cooldown)
 
     @property
     def embed_model(self) -> BaseEmbedding | None:
@@ -251,21 +249,16 @@ class Prototypes:
         return {k: (lexical.get(k, 0.0) + dense.get(k, 0.0)) / 2 for k in {*lexical, *dense}}
 
     def _rests(self, notes: list[str] | None) -> bool:
-        with self._lock:
-            left, failure = self._resting_until - time.monotonic(), self._last_failure
-        if left > 0 and notes is not None:
-            notes.append(f"embeddings skipped for {left:.0f} s more after: {failure}")
-        return left > 0
+        resting = self._rest.why()
+        if resting and notes is not None:
+            notes.append(f"embeddings {resting}")
+        return resting is not None
 
     def _failed(
         self, exc: Exception, lexical: dict[str, float], notes: list[str] | None
     ) -> dict[str, float]:
-        from arela_index.ollama import describe_failure
-
         reason = describe_failure(exc, setting="ARELA_EMBED_TIMEOUT")
-        with self._lock:
-            self._resting_until = time.monotonic() + self.cooldown
-            self._last_failure = reason
+        self._rest.failed(reason)
         if notes is not None:
             notes.append(f"embeddings failed, prototypes compared by words only: {reason}")
         return lexical
