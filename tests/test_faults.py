@@ -390,3 +390,17 @@ def test_a_hanging_model_is_asked_once_then_left_alone(
     assert fallbacks(second)["grade"].startswith("skipped for")
     assert fallbacks(second)["answer"].startswith("skipped for")
     assert len(fake.requests_to("/api/chat")) == chats  # the second question asked no model
+
+
+def test_a_hanging_embedder_is_asked_once_then_left_alone(
+    online_index: Path, fake: FakeOllama
+) -> None:
+    """The selector's prototypes and the code memory's dense side rest like the model stages."""
+    engine = load(online_index, fake).as_query_engine()
+    with fake.fault("/api/embed", "hang"):
+        first = engine.query(UNSURE).metadata["arela"]
+        embeds = len(fake.requests_to("/api/embed"))
+        second = engine.query(UNSURE).metadata["arela"]
+    assert "prototypes" in fallbacks(first)
+    assert any(note.startswith("embeddings skipped for") for note in second.notes)
+    assert len(fake.requests_to("/api/embed")) == embeds  # the second question embedded nothing
