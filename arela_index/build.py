@@ -220,15 +220,7 @@ def _build_index(
                     chunks = kept + chunks
                     unknown: list[list[str] | None] = [None] * len(kept)
                     tokens = unknown + tokens
-                order = sorted(
-                    range(len(chunks)),
-                    key=lambda i: (
-                        chunks[i].metadata["file_path"],
-                        chunks[i].metadata["start_line"] or 0,
-                    ),
-                )
-                chunks = [chunks[i] for i in order]
-                tokens = [tokens[i] for i in order]
+                chunks, tokens = _in_reading_order(chunks, tokens)
                 with _timer(timings, "code"):
                     embed_progress = _Progress(
                         len(chunks) if embed_model is not None else 0,
@@ -291,13 +283,27 @@ def _build_index(
 _PARALLEL_FROM = 64  # files; below this a process pool costs more than it saves
 
 
-def _parse_all(
-    files: list[SourceFile], show_progress: bool | None
-) -> tuple[dict[str, FileSymbols], list[TextNode]]:
-    """Symbols by path and the chunks of `files`, parsed in worker processes when many."""
+def parse_code(
+    files: list[SourceFile], show_progress: bool | None = False
+) -> tuple[dict[str, FileSymbols], list[TextNode], list[list[str] | None]]:
+    """Symbols by path, chunks in reading order and each chunk's BM25 terms, made as `arela
+    index` makes them (worker processes when many files, no cyclic GC meanwhile); for tools
+    that build a code memory of their own, such as benchmarks/eval_swebench.py."""
     with _collector_paused(), _parse_pool(len(files)) as pool:
-        parsed, chunks, _ = _parse_files(files, show_progress, pool)
-    return parsed, chunks
+        parsed, chunks, tokens = _parse_files(files, show_progress, pool)
+    return parsed, *_in_reading_order(chunks, tokens)
+
+
+def _in_reading_order(
+    chunks: list[TextNode], tokens: list[list[str] | None]
+) -> tuple[list[TextNode], list[list[str] | None]]:
+    """Chunks by path and first line, their terms alongside: builds are the same however the
+    workers' results arrived."""
+    order = sorted(
+        range(len(chunks)),
+        key=lambda i: (chunks[i].metadata["file_path"], chunks[i].metadata["start_line"] or 0),
+    )
+    return [chunks[i] for i in order], [tokens[i] for i in order]
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
-from arela_index.build import _collector_paused, _parse_files, _parse_pool
+from arela_index.build import parse_code
 from arela_index.code_store import CodeStore, EmbeddingInfo
 from arela_index.config import ArelaConfig
 from arela_index.languages import is_doc
@@ -157,28 +157,20 @@ def build_code_memory(
 ) -> Build:
     """Scan, parse and chunk `root`; time a BM25-only store and the store with static vectors.
 
-    The way `arela index` makes the code memory: BM25 terms made in the parse workers, no
-    cyclic garbage collection meanwhile."""
-    with _collector_paused():
-        config = ArelaConfig(offline=True, show_progress=False)
-        started = time.perf_counter()
-        scan = scan_repository(root, config)
-        with _parse_pool(len(scan.files)) as pool:
-            _, chunks, tokens = _parse_files(scan.files, False, pool)
-        order = sorted(
-            range(len(chunks)),
-            key=lambda i: (chunks[i].metadata["file_path"], chunks[i].metadata["start_line"] or 0),
-        )
-        chunks, tokens = [chunks[i] for i in order], [tokens[i] for i in order]
-        common = time.perf_counter() - started
-        seconds = {}
-        started = time.perf_counter()
-        CodeStore.build(chunks, scratch / "sparse", tokens=tokens)
-        seconds["sparse"] = common + time.perf_counter() - started
-        started = time.perf_counter()
-        info = EmbeddingInfo("static", embed_model.model_name)
-        store = CodeStore.build(chunks, scratch / "static", embed_model, info, tokens=tokens)
-        seconds["static"] = common + time.perf_counter() - started
+    The way `arela index` makes the code memory: BM25 terms made in the parse workers."""
+    config = ArelaConfig(offline=True, show_progress=False)
+    started = time.perf_counter()
+    scan = scan_repository(root, config)
+    _, chunks, tokens = parse_code(scan.files)
+    common = time.perf_counter() - started
+    seconds = {}
+    started = time.perf_counter()
+    CodeStore.build(chunks, scratch / "sparse", tokens=tokens)
+    seconds["sparse"] = common + time.perf_counter() - started
+    started = time.perf_counter()
+    info = EmbeddingInfo("static", embed_model.model_name)
+    store = CodeStore.build(chunks, scratch / "static", embed_model, info, tokens=tokens)
+    seconds["static"] = common + time.perf_counter() - started
     return Build(root, commit, store, embed_model, seconds, len(scan.files), scratch)
 
 
