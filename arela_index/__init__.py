@@ -7,24 +7,49 @@
 
 from __future__ import annotations
 
-import os
+import sys
+import types
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# In a source checkout retrievers/ and selectors/ sit beside this folder; an installed wheel
-# puts them inside it. Extending __path__ only in the first case keeps both layouts importable
-# as arela_index.retrievers / arela_index.selectors without a top-level `selectors` package.
-_here = os.path.dirname(os.path.abspath(__file__))
-if not os.path.isdir(os.path.join(_here, "retrievers")):
-    __path__.append(os.path.dirname(_here))
+
+def _declare_selectors() -> None:
+    """Make `arela_index.selectors` a real package, whatever the install.
+
+    Its folder has no `__init__.py` so that, from the repository root, it can never shadow the
+    standard library's `selectors` (asyncio imports it). A wheel installs it as
+    `arela_index/selectors/`; an editable install leaves it at the top of the repository, where
+    setuptools' editable finder does not resolve a nested package without an `__init__.py`.
+    """
+    here = Path(__file__).parent
+    folder = here / "selectors"
+    if not folder.is_dir():
+        folder = here.parent / "selectors"
+    package = types.ModuleType(f"{__name__}.selectors", "The selector: `ArelaSelector`.")
+    package.__path__ = [str(folder)]
+    package.__package__ = package.__name__
+
+    def exports(name: str) -> Any:
+        if name != "ArelaSelector":
+            raise AttributeError(f"module {package.__name__!r} has no attribute {name!r}")
+        from arela_index.selectors.arela_selector import ArelaSelector
+
+        return ArelaSelector
+
+    package.__getattr__ = exports  # type: ignore[method-assign]
+    sys.modules.setdefault(package.__name__, package)
+
+
+_declare_selectors()
 
 # Public names load lazily so that `arela --help` and `import arela_index` stay fast.
 _EXPORTS = {
     "ArelaIndex": "arela_index.index",
     "ArelaConfig": "arela_index.config",
     "ArelaError": "arela_index.errors",
-    "Answer": "arela_index.display",
+    "Answer": "arela_index.cli.display",
     "ArelaSelector": "arela_index.selectors.arela_selector",
     "CodeMemoryRetriever": "arela_index.retrievers.code",
     "CodeGraphRetriever": "arela_index.retrievers.graph",
@@ -32,8 +57,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from arela_index.cli.display import Answer
     from arela_index.config import ArelaConfig
-    from arela_index.display import Answer
     from arela_index.errors import ArelaError
     from arela_index.index import ArelaIndex
     from arela_index.retrievers.audit import AuditLogRetriever

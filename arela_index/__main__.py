@@ -1,5 +1,5 @@
 import sys
 
-from arela_index.cli import main
+from arela_index.cli.main import main
 
 sys.exit(main())

@@ -8,14 +8,14 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from arela_index.build import BuildSummary, build_index
-from arela_index.code_store import CodeStore, EmbeddingInfo
 from arela_index.config import ArelaConfig
-from arela_index.entities import Vocabulary
 from arela_index.errors import IndexProblem
-from arela_index.persist import Manifest, current_build
-from arela_index.runtime import Runtime, detect, embedder_for_index, say_offline_once
-from arela_index.scanner import resolve_root
+from arela_index.indexing.build import BuildSummary, build_index
+from arela_index.indexing.persist import Manifest, current_build
+from arela_index.indexing.scanner import resolve_root
+from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
+from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.text.entities import Vocabulary
 
 
 class ArelaIndex:
@@ -38,8 +38,8 @@ class ArelaIndex:
         self._open(folder)
 
     def _open(self, folder: Path) -> None:
-        from arela_index.audit_store import AuditStore
-        from arela_index.graph_store import GraphStore
+        from arela_index.stores.audit import AuditStore
+        from arela_index.stores.graph import GraphStore
 
         self.folder = folder
         self.persist_dir = folder.parent
@@ -127,7 +127,7 @@ class ArelaIndex:
     @cached_property
     def term_weights(self) -> Any:
         """How informative each word is here (idf over the code memory): the grader's evidence."""
-        from arela_index.term_weights import TermWeights
+        from arela_index.query.term_weights import TermWeights
 
         return (
             TermWeights.uniform() if self.code.is_empty() else TermWeights.from_bm25(self.code.bm25)
@@ -167,7 +167,7 @@ class ArelaIndex:
         """An Ollama model when it is there; None offline (the caller takes its offline path)."""
         if not (self.runtime.online and self.runtime.has_model(model)):
             return None
-        from arela_index.ollama import make_llm
+        from arela_index.llm.ollama import make_llm
 
         return make_llm(self.config, model, timeout)
 
@@ -184,8 +184,8 @@ class ArelaIndex:
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> Any:
         """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
-        from arela_index.engines import ArelaRetriever
-        from arela_index.grading import RelevanceGrader
+        from arela_index.query.engines import ArelaRetriever
+        from arela_index.query.grading import RelevanceGrader
         from arela_index.retrievers.router import build_router
 
         # LlamaIndex users say `similarity_top_k`; it means the same here.
@@ -222,14 +222,14 @@ class ArelaIndex:
 
     def as_query_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
         """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
-        from arela_index.engines import ArelaQueryEngine, CitedSynthesizer
+        from arela_index.query.engines import ArelaQueryEngine, CitedSynthesizer
 
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         return ArelaQueryEngine(self.as_retriever(top_k, **kwargs), CitedSynthesizer(llm))
 
     def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
         """Condense + context chat over the routed retriever (offline: name carry-over, cited context)."""
-        from arela_index.engines import OfflineChatEngine
+        from arela_index.query.engines import OfflineChatEngine
 
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         if llm is None:

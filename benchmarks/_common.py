@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from arela_index.index import ArelaIndex
-from arela_index.persist import current_build
+from arela_index.indexing.persist import current_build
 
 
 def has_index(persist_dir: Path) -> bool:

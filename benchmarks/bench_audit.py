@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from arela_index.audit_store import DB_FILE, AuditStore
-from arela_index.changes import Changes
-from arela_index.entities import Vocabulary
+from arela_index.indexing.changes import Changes
+from arela_index.indexing.scanner import scan_repository
 from arela_index.retrievers.audit import AuditLogRetriever
-from arela_index.scanner import scan_repository
+from arela_index.stores.audit import DB_FILE, AuditStore
+from arela_index.text.entities import Vocabulary
 
 QUESTIONS = [
     "When was src/_pytest/terminal.py last changed and why?",

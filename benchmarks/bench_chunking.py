@@ -14,10 +14,10 @@ import statistics
 import time
 from collections import Counter
 
-from arela_index.chunking import chunk_file
-from arela_index.languages import is_doc
-from arela_index.parsing import extract_symbols
-from arela_index.scanner import scan_repository
+from arela_index.indexing.chunking import chunk_file
+from arela_index.indexing.languages import is_doc
+from arela_index.indexing.scanner import scan_repository
+from arela_index.parsing.dispatch import extract_symbols
 
 
 def main() -> None:

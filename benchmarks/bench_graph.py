@@ -21,12 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from arela_index.evaluate import percentile
-from arela_index.graph_store import GraphStore, _graph
-from arela_index.parsing import extract_symbols, parses
+from arela_index.cli.evaluate import percentile
+from arela_index.indexing.scanner import scan_repository
+from arela_index.parsing.dispatch import extract_symbols, parses
+from arela_index.parsing.symbols import CLASS_KINDS, FileSymbols
 from arela_index.retrievers.graph import CodeGraphRetriever
-from arela_index.scanner import scan_repository
-from arela_index.symbols import CLASS_KINDS, FileSymbols
+from arela_index.stores.graph import GraphStore, _graph
 
 
 class _Clock:

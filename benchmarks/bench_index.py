@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from arela_index.build import build_index
 from arela_index.config import ArelaConfig
-from arela_index.runtime import detect
+from arela_index.indexing.build import build_index
+from arela_index.llm.runtime import detect
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ applies, then questions made from the index's own symbols, files and authors (wh
 what does X do, when did F change, compare X and Y, ...) and a few out of scope, up to
 `--questions`. `--static` builds and queries with the packaged static embedding model (dense
 and sparse retrieval fused; the offline default is sparse only). `--fake-ollama` runs every
-Ollama stage against tests/fake_ollama.py in this process (routing, grading, rewriting and
+Ollama stage against tests/support/fake_ollama.py in this process (routing, grading, rewriting and
 writing answers concurrently through the real llama_index Ollama classes); the figures then
 include that HTTP round trip.
 """
@@ -37,7 +37,7 @@ from typing import Any
 
 from _common import has_index
 
-from arela_index.evaluate import load_golden, percentile
+from arela_index.cli.evaluate import load_golden, percentile
 from arela_index.index import ArelaIndex
 
 HERE = Path(__file__).resolve().parent
@@ -180,8 +180,7 @@ def main() -> int:
     fake = None
     if args.fake_ollama:
         sys.path.insert(0, str(HERE.parent / "tests"))
-        from fake_ollama import FakeOllama
-        from test_faults import healthy_chat
+        from support.fake_ollama import FakeOllama, healthy_chat
 
         fake = FakeOllama(chat_handler=healthy_chat, lifetime=86_400).__enter__()
         settings = {"ollama_host": fake.url, "router_timeout": 30.0, "answer_timeout": 60.0}

@@ -31,7 +31,7 @@ from typing import Any
 from _common import open_index
 from llama_index.core.schema import NodeWithScore
 
-from arela_index.evaluate import percentile
+from arela_index.cli.evaluate import percentile
 
 HERE = Path(__file__).resolve().parent
 

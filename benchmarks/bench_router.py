@@ -2,8 +2,8 @@
 
     python benchmarks/bench_router.py [--rounds N]
 
-Builds the two test repositories of tests/routing_repos.py, routes every question of
-tests/routing_questions.yaml through ArelaSelector (rules → prototypes, no LLM), and prints
+Builds the two test repositories of tests/support/routing_repos.py, routes every question of
+tests/support/routing_questions.yaml through ArelaSelector (rules → prototypes, no LLM), and prints
 the selector's latency (median, p95), the whole router's latency over small keyword memories,
 routing accuracy, and the share of questions stages 1–2 were unsure about (those would reach
 the Ollama stage). Targets: rules/prototype path ≤1 ms median; ≤20% of questions need the LLM.
@@ -24,9 +24,9 @@ import yaml
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))
 
-from routing_repos import BUILDERS, memories_for, vocabulary_for  # noqa: E402
+from support.routing_repos import BUILDERS, memories_for, vocabulary_for  # noqa: E402
 
-from arela_index.evaluate import percentile  # noqa: E402
+from arela_index.cli.evaluate import percentile  # noqa: E402
 from arela_index.retrievers.router import build_router  # noqa: E402
 from arela_index.selectors.arela_selector import ArelaSelector  # noqa: E402
 
@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="passes over the question set")
     args = parser.parse_args()
-    questions = yaml.safe_load((TESTS / "routing_questions.yaml").read_text())["questions"]
+    questions = yaml.safe_load((TESTS / "support" / "routing_questions.yaml").read_text())["questions"]
 
     with tempfile.TemporaryDirectory() as tmp:
         repos = {name: build(Path(tmp) / name) for name, build in BUILDERS.items()}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from model2vec import StaticModel
 
-from arela_index.static_embedding import MODEL_DIR, StaticEmbedding, load_static_model
+from arela_index.llm.static_embedding import MODEL_DIR, StaticEmbedding, load_static_model
 
 
 def code_chunks(model: StaticModel, count: int, tokens: int) -> list[str]:

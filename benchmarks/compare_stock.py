@@ -6,7 +6,7 @@ side by side in one run.
 
 The arela index is built once (`arela index REPO --persist-dir DIR --offline`, or by this script
 when DIR holds none); it is never written inside this project. Questions are JSONL in the shape of
-`arela eval` (question, memories, files, symbols, commits; see arela_index/evaluate.py). The
+`arela eval` (question, memories, files, symbols, commits; see arela_index/cli/evaluate.py). The
 default is benchmarks/questions_pytest_mixed.jsonl once it is committed, else
 benchmarks/questions_compare.jsonl.
 
@@ -26,7 +26,7 @@ are out for everyone):
   4. arela-index: `ArelaIndex.as_retriever()` (route, retrieve, fuse, grade).
 
 Scoring, the same for every system (top-k sources of each question):
-  - a source is right when it matches an expected target (arela_index.evaluate.GoldQuestion):
+  - a source is right when it matches an expected target (arela_index.cli.evaluate.GoldQuestion):
     its file is an expected file, or it defines / is an expected symbol, or it carries or quotes
     an expected commit;
   - hit@k: for temporal questions (expected memory audit) that name commits, only a commit
@@ -59,8 +59,8 @@ from typing import Any
 from _common import open_index
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from arela_index.cli.evaluate import GoldQuestion, load_golden, percentile
 from arela_index.config import ArelaConfig
-from arela_index.evaluate import GoldQuestion, load_golden, percentile
 
 PROJECT = Path(__file__).resolve().parent.parent
 MIXED = PROJECT / "benchmarks" / "questions_pytest_mixed.jsonl"
@@ -112,8 +112,8 @@ def stock_chunks(repo: Path, config: ArelaConfig, persist_dir: Path) -> tuple[li
     from llama_index.core import Document
     from llama_index.core.node_parser import CodeSplitter, SentenceSplitter
 
-    from arela_index.scanner import scan_repository
-    from arela_index.treesitter import get_parser, grammar_languages
+    from arela_index.indexing.scanner import scan_repository
+    from arela_index.parsing.grammars import get_parser, grammar_languages
 
     scan = scan_repository(repo, config, persist_dir)
     prose = SentenceSplitter()
@@ -182,10 +182,10 @@ def stock_fusion(nodes: list[Any], bm25: Any, index: Any, top_k: int) -> System:
 def embedder(index: Any) -> tuple[Any, str]:
     config, runtime = index.config, index.runtime
     if runtime.online and runtime.has_model(config.embed_model):
-        from arela_index.ollama import make_embedding
+        from arela_index.llm.ollama import make_embedding
 
         return make_embedding(config), f"ollama:{config.embed_model}"
-    from arela_index.static_embedding import default_static_embedding
+    from arela_index.llm.static_embedding import default_static_embedding
 
     model = default_static_embedding()
     return model, f"static:{model.model_name}"
@@ -205,7 +205,7 @@ def stock_router(index: Any, top_k: int) -> System:
     from llama_index.core.selectors import LLMSingleSelector
     from llama_index.core.tools import RetrieverTool, ToolMetadata
 
-    from arela_index.ollama import make_llm
+    from arela_index.llm.ollama import make_llm
     from arela_index.retrievers.router import DESCRIPTIONS
 
     memories = {

@@ -37,13 +37,13 @@ from pathlib import Path
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
-from arela_index.build import parse_code
-from arela_index.code_store import CodeStore, EmbeddingInfo
 from arela_index.config import ArelaConfig
-from arela_index.languages import is_doc
+from arela_index.indexing.build import parse_code
+from arela_index.indexing.languages import is_doc
+from arela_index.indexing.scanner import scan_repository
+from arela_index.llm.static_embedding import StaticEmbedding, default_static_embedding
 from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.scanner import scan_repository
-from arela_index.static_embedding import StaticEmbedding, default_static_embedding
+from arela_index.stores.code import CodeStore, EmbeddingInfo
 
 Ask = Callable[[str], list[NodeWithScore]]
 

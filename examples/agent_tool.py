@@ -23,7 +23,7 @@ THIS_REPOSITORY = Path(__file__).resolve().parent.parent
 def run_agent(index: ArelaIndex, tool: QueryEngineTool, question: str) -> str:
     from llama_index.core.agent.workflow import ReActAgent
 
-    from arela_index.ollama import make_llm
+    from arela_index.llm.ollama import make_llm
 
     config = index.config
     llm = make_llm(config, config.answer_model, config.answer_timeout)

@@ -18,8 +18,8 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 
 from arela_index import ArelaIndex
-from arela_index.answers import citation
-from arela_index.trace import Trace
+from arela_index.query.answers import citation
+from arela_index.query.trace import Trace
 
 THIS_REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def app_llm(index: ArelaIndex) -> LLM:
     if runtime.online and runtime.has_model(config.answer_model):
         from llama_index.llms.ollama import Ollama
 
-        from arela_index.ollama import base_url
+        from arela_index.llm.ollama import base_url
 
         return Ollama(
             model=config.answer_model,

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from arela_index import ArelaIndex
-from arela_index.display import Answer
+from arela_index.cli.display import Answer
 
 THIS_REPOSITORY = Path(__file__).resolve().parent.parent
 

@@ -11,13 +11,13 @@ from typing import Literal
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from arela_index.audit_store import AuditStore, CommitFilter, CommitRecord, search_terms
-from arela_index.decisions import Decision
-from arela_index.entities import Vocabulary, extract_mentions
-from arela_index.languages import detect_language
+from arela_index.indexing.languages import detect_language
 from arela_index.nodes import make_node, node_id
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.timephrases import TimeWindow, resolve_time
+from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord, search_terms
+from arela_index.stores.decisions import Decision
+from arela_index.text.entities import Vocabulary, extract_mentions
+from arela_index.text.timephrases import TimeWindow, resolve_time
 
 log = logging.getLogger("arela_index")
 

@@ -12,12 +12,12 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
-from arela_index.code_search import RRF_K, fuse
-from arela_index.code_store import CodeStore, embedding_failure
 from arela_index.errors import ArelaError, IndexProblem
+from arela_index.llm.ollama import Rest
 from arela_index.nodes import fresh
-from arela_index.ollama import Rest
 from arela_index.retrievers.memory import MemoryRetriever
+from arela_index.stores.code import CodeStore, embedding_failure
+from arela_index.stores.code_search import RRF_K, fuse
 
 log = logging.getLogger("arela_index")
 # Chunks each ranking hands to fusion; more changed no file among the first five on our sets.
@@ -188,7 +188,7 @@ class CodeMemoryRetriever(MemoryRetriever):
 
 def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:
     """Refuse an embedder other than the one that made the vectors: its cosines would be noise."""
-    from arela_index.ollama import model_key
+    from arela_index.llm.ollama import model_key
 
     assert store.embedding is not None
     name = str(getattr(embed_model, "model_name", "") or "")

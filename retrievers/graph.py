@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from arela_index.graph_questions import Entity, understand
-from arela_index.graph_resolve import EXTERNAL
-from arela_index.graph_store import GraphStore, Link
 from arela_index.nodes import make_node, node_id, normalise
+from arela_index.retrievers.graph_questions import Entity, understand
 from arela_index.retrievers.memory import MemoryRetriever
+from arela_index.stores.graph import GraphStore, Link
+from arela_index.stores.graph_resolve import EXTERNAL
 
 # How a related symbol stands to the subject, as the first line of its node says it.
 _PHRASES = {

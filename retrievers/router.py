@@ -23,11 +23,11 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
 from arela_index.nodes import fresh, normalise
+from arela_index.query.trace import Trace
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 from arela_index.selectors.tools import memory_of
-from arela_index.text import STOPWORDS, words
-from arela_index.trace import Trace
+from arela_index.text.tokens import STOPWORDS, words
 
 log = logging.getLogger("arela_index")
 

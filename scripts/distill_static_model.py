@@ -62,7 +62,7 @@ language: en
 A [model2vec](https://github.com/MinishLab/model2vec) static embedding model: a text's vector
 is the normalised mean of its tokens' vectors, so it needs only numpy and `tokenizers` at run
 time (no torch) and embeds thousands of code chunks a second on two CPU cores.
-`arela_index.static_embedding.StaticEmbedding` loads it from this folder, never from a hub.
+`arela_index.llm.static_embedding.StaticEmbedding` loads it from this folder, never from a hub.
 
 | | |
 | --- | --- |

@@ -21,7 +21,6 @@ from llama_index.core.schema import QueryBundle
 from llama_index.core.tools.types import ToolMetadata
 from pydantic import ConfigDict, Field
 
-from arela_index.entities import Vocabulary
 from arela_index.errors import ArelaError
 from arela_index.selectors.evidence import (
     Entities,
@@ -54,7 +53,8 @@ from arela_index.selectors.llm_stage import (
 )
 from arela_index.selectors.prototypes import Prototypes
 from arela_index.selectors.tools import closest_tool, description_terms, memory_indexes, memory_of
-from arela_index.text import STOPWORDS, words
+from arela_index.text.entities import Vocabulary
+from arela_index.text.tokens import STOPWORDS, words
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
 LLM_CONFIDENCE = 0.75

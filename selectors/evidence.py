@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from arela_index.entities import Found, Mentions, Vocabulary, extract_mentions
-from arela_index.text import STOPWORDS, split_identifier, words
+from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
+from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
 # Words that only come up when talking about software. A question with none of them, naming
 # nothing the repository knows, is not about the repository.
@@ -179,7 +179,7 @@ _VERSUS = re.compile(
 def compared_entities(question: str, entities: Entities) -> list[str]:
     """The things a comparative question compares, as written (each gets its own retrieval).
 
-    >>> from arela_index.entities import Found
+    >>> from arela_index.text.entities import Found
     >>> compared_entities("difference between JobQueue and PriorityQueue?",
     ...                   Entities(extract_mentions("JobQueue PriorityQueue"), Found()))
     ['JobQueue', 'PriorityQueue']

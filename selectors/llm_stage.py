@@ -60,7 +60,7 @@ class LLMVerdict:
 
 
 class LLMStage:
-    """Routes one question through `arela_index.ollama.structured`, never raising.
+    """Routes one question through `arela_index.llm.ollama.structured`, never raising.
 
     >>> llm = make_llm(config, config.router_model, config.router_timeout)  # doctest: +SKIP
     >>> LLMStage(llm).ask("what broke?", {"audit": "..."}, "temporal").intents  # doctest: +SKIP
@@ -70,14 +70,14 @@ class LLMStage:
     def __init__(
         self, llm: LLM, prompt: PromptTemplate = DEFAULT_PROMPT, cooldown: float = 30.0
     ) -> None:
-        from arela_index.ollama import Rest
+        from arela_index.llm.ollama import Rest
 
         self.llm = llm
         self.prompt = prompt
         self._rest = Rest(cooldown)
 
     def ask(self, question: str, memories: Mapping[str, str], hint: str) -> LLMVerdict:
-        from arela_index.ollama import structured
+        from arela_index.llm.ollama import structured
 
         if resting := self._resting():
             return resting
@@ -90,7 +90,7 @@ class LLMStage:
         return _verdict(answer, memories, started)
 
     async def aask(self, question: str, memories: Mapping[str, str], hint: str) -> LLMVerdict:
-        from arela_index.ollama import astructured
+        from arela_index.llm.ollama import astructured
 
         if resting := self._resting():
             return resting
@@ -118,7 +118,7 @@ class LLMStage:
         return LLMVerdict(failure=why) if why else None
 
     def _failed(self, exc: Exception, started: float) -> LLMVerdict:
-        from arela_index.ollama import describe_failure
+        from arela_index.llm.ollama import describe_failure
 
         reason = describe_failure(exc)
         self._rest.failed(reason)

@@ -17,8 +17,7 @@ from itertools import pairwise
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from arela_index.entities import Mentions, extract_mentions
-from arela_index.ollama import Rest, describe_failure
+from arela_index.llm.ollama import Rest, describe_failure
 from arela_index.selectors.evidence import stem
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -28,7 +27,8 @@ from arela_index.selectors.intents import (
     STRUCTURAL,
     TEMPORAL,
 )
-from arela_index.text import tokenize
+from arela_index.text.entities import Mentions, extract_mentions
+from arela_index.text.tokens import tokenize
 
 EXAMPLES: Mapping[str, tuple[str, ...]] = {
     FACTUAL: (

@@ -13,7 +13,7 @@ from llama_index.core.tools.types import ToolMetadata
 
 from arela_index.selectors.evidence import stem, variants
 from arela_index.selectors.intents import MEMORIES
-from arela_index.text import tokenize
+from arela_index.text.tokens import tokenize
 
 _DESCRIBES = {
     "code": re.compile(

@@ -1,0 +1,1 @@
+"""The `arela` command line: index, ask, doctor, eval, and how answers are shown to people."""

@@ -1,0 +1,245 @@
+"""The `arela` command. Heavy imports happen inside the commands so that `--help` answers at once."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    if getattr(args, "persist_dir", None):
+        settings["persist_dir"] = args.persist_dir
+    if getattr(args, "offline", False):
+        settings["offline"] = True
+    if getattr(args, "top_k", None):
+        settings["top_k"] = args.top_k
+    if getattr(args, "exclude", None):
+        settings["exclude"] = tuple(args.exclude)
+    return settings
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from arela_index.index import ArelaIndex
+
+    index = ArelaIndex.build(args.path, refresh=args.refresh, **_settings(args))
+    assert index.summary is not None
+    print(index.summary.to_text())
+    return EXIT_OK
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    import json
+
+    from arela_index.errors import ArelaError
+    from arela_index.index import ArelaIndex
+    from arela_index.query.answers import compact, response_json
+
+    batch = args.question == "-"
+    questions = (line.rstrip("\n") for line in sys.stdin) if batch else iter([_text(args.question)])
+    if not batch and not args.question.strip():
+        raise ArelaError(
+            "the question is empty: ask something about the repository, e.g. `who calls main?`"
+        )
+    index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
+    # e.g. why dense retrieval is off; the offline notice is logged already
+    for note in index.notes:
+        if "runs offline" not in note:
+            print(f"arela: {note}", file=sys.stderr)
+    engine = index.as_query_engine(top_k=args.top_k)
+    status = EXIT_OK
+    for question in questions:
+        try:
+            response = engine.query(question)
+        except ArelaError as exc:
+            if not batch:
+                raise
+            status = EXIT_USAGE
+            print(
+                json.dumps({"question": question, "error": str(exc)})
+                if args.json
+                else f"error: {exc}"
+            )
+            continue
+        if args.json:
+            print(json.dumps(response_json(question, response), ensure_ascii=False))
+        else:
+            print(compact(str(response)) if batch else str(response).rstrip())
+        if args.explain:
+            print(
+                response.metadata["arela"].to_text(),
+                file=sys.stderr if args.json or batch else sys.stdout,
+            )
+        sys.stdout.flush()
+    return status
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from arela_index.cli.doctor import diagnose
+    from arela_index.config import ArelaConfig
+
+    diagnosis = diagnose(args.repo, ArelaConfig().with_(**_settings(args)))
+    print(json.dumps(diagnosis.to_dict()) if args.json else diagnosis.to_text())
+    return diagnosis.exit_code
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from arela_index.cli.evaluate import evaluate_index, load_golden
+    from arela_index.index import ArelaIndex
+
+    questions = load_golden(args.gold)
+    index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
+    report = evaluate_index(index, questions, top_k=args.top_k, gold=args.gold)
+    print(json.dumps(report.to_dict(), ensure_ascii=False) if args.json else report.to_text())
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arela",
+        description="Index a code repository into code, graph and history memories, and ask it questions.",
+        epilog="Runs offline when no Ollama answers at OLLAMA_HOST. Docs: README.md.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    index = sub.add_parser("index", help="build (or --refresh) the index of a repository")
+    index.add_argument("path", help="the repository's folder")
+    index.add_argument("--persist-dir", help="where the index goes (default: PATH/.arela)")
+    index.add_argument(
+        "--offline", action="store_true", help="do not use Ollama even if it answers"
+    )
+    index.add_argument(
+        "--refresh", action="store_true", help="re-read only what changed since the last build"
+    )
+    index.add_argument(
+        "--exclude",
+        action="append",
+        metavar="PATTERN",
+        help="gitignore-style pattern to leave out (repeatable; also read from REPO/.arelaignore)",
+    )
+    index.set_defaults(func=cmd_index)
+
+    ask = sub.add_parser(
+        "ask", help="ask a question (QUESTION '-' reads one question per line from stdin)"
+    )
+    ask.add_argument(
+        "question", metavar="QUESTION", help="the question, or - for one per line on stdin"
+    )
+    _repo_options(
+        ask,
+        offline="do not use Ollama even if it answers",
+        json="one JSON object per answer (see README: JSON contract)",
+    )
+    ask.add_argument(
+        "--explain",
+        action="store_true",
+        help="print how the question was routed, graded and retried",
+    )
+    ask.add_argument(
+        "--top-k", type=_positive, default=None, help="how many sources at most (default 8)"
+    )
+    ask.set_defaults(func=cmd_ask)
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="check Ollama, its models and the index; one line per check with what to do",
+        description="Exit code 0 only when every check is ok (offline by choice counts as ok).",
+    )
+    _repo_options(
+        doctor,
+        offline="offline by choice: skip the Ollama checks",
+        json="the checks as one JSON object",
+    )
+    doctor.set_defaults(func=cmd_doctor)
+
+    evaluate = sub.add_parser(
+        "eval",
+        help="score routing, hit@k, MRR, abstention and latency on a golden set",
+        description="GOLD is YAML or JSONL: question, memory (code/graph/audit/none), files, "
+        "symbols, commits. The format is documented in arela_index/cli/evaluate.py.",
+    )
+    evaluate.add_argument("gold", metavar="GOLD", help="the golden set (.yaml or .jsonl)")
+    _repo_options(
+        evaluate,
+        offline="do not use Ollama even if it answers",
+        json="scores and per-question results as JSON",
+    )
+    evaluate.add_argument(
+        "--top-k", type=_positive, default=5, help="sources per question that count (default 5)"
+    )
+    evaluate.set_defaults(func=cmd_eval)
+    return parser
+
+
+def _repo_options(parser: argparse.ArgumentParser, *, offline: str, json: str) -> None:
+    """--repo, --persist-dir, --offline and --json, shared by the commands that read an index."""
+    parser.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    parser.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    parser.add_argument("--offline", action="store_true", help=offline)
+    parser.add_argument("--json", action="store_true", help=json)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _text(arg: str) -> str:
+    """An argument as text: bytes that were not UTF-8 become U+FFFD, not lone surrogates."""
+    return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _tolerant_stdio() -> None:
+    """Input that is not UTF-8 reads as U+FFFD; output that cannot be encoded is escaped.
+    Neither may end a run with an unexpected UnicodeError (strict UTF-8 locales do that)."""
+    for stream, errors in (
+        (sys.stdin, "replace"),
+        (sys.stdout, "backslashreplace"),
+        (sys.stderr, "backslashreplace"),
+    ):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors=errors)  # type: ignore[union-attr]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_stdio()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    func: Callable[[argparse.Namespace], int] = args.func
+    from arela_index.errors import ArelaError
+
+    try:
+        return func(args)
+    except ArelaError as exc:
+        print(f"arela: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("arela: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("ARELA_DEBUG"):
+            raise
+        print(
+            f"arela: unexpected {type(exc).__name__}: {exc} (set ARELA_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

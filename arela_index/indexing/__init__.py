@@ -1,0 +1,1 @@
+"""Indexing a repository: which files (scanner), cut into chunks, built into the three memories, persisted atomically."""

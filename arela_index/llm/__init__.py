@@ -1,0 +1,1 @@
+"""Models: the one door to Ollama (probe, LLM, embedder, structured calls), the static offline embedder, online or offline."""

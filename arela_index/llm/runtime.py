@@ -1,0 +1,133 @@
+"""Online or offline: whether Ollama answers, and which embedder builds and queries an index."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from arela_index.config import ArelaConfig
+from arela_index.errors import ArelaError, IndexProblem
+from arela_index.stores.code import EmbeddingInfo
+
+if TYPE_CHECKING:
+    from arela_index.llm.ollama import OllamaStatus
+
+log = logging.getLogger("arela_index")
+_said: set[str] = set()
+
+OFFLINE_GAIN = (
+    "starting Ollama adds {embed} embeddings, an LLM for ambiguous routing and grading, "
+    "and written answers"
+)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How this process runs: online (Ollama answered, with which models) or offline, and why."""
+
+    online: bool
+    status: OllamaStatus | None = None
+    reason: str = ""
+
+    def has_model(self, name: str) -> bool:
+        from arela_index.llm.ollama import has_model
+
+        return self.status is not None and has_model(self.status, name)
+
+    @property
+    def mode(self) -> str:
+        return "online" if self.online else "offline"
+
+
+def detect(config: ArelaConfig) -> Runtime:
+    """Probe Ollama briefly; `--offline` or ARELA_OFFLINE=1 skips the probe."""
+    if config.offline:
+        return Runtime(False, reason="offline mode was asked for")
+    from arela_index.llm.ollama import probe
+
+    status = probe(config)
+    if not status.reachable:
+        return Runtime(
+            False, reason=status.error or f"Ollama did not answer at {config.ollama_host}"
+        )
+    return Runtime(True, status)
+
+
+def say_offline_once(config: ArelaConfig, runtime: Runtime) -> str | None:
+    """The one clear notice that we run offline and what Ollama would add (logged once)."""
+    if runtime.online:
+        return None
+    note = f"arela-index runs offline ({runtime.reason}); " + OFFLINE_GAIN.format(
+        embed=config.embed_model
+    )
+    if note not in _said:
+        _said.add(note)
+        log.warning(note)
+    return note
+
+
+def embedder_for_build(
+    config: ArelaConfig, runtime: Runtime
+) -> tuple[BaseEmbedding | None, EmbeddingInfo | None]:
+    """Ollama's embedding model when it is there, else the packaged static model, else none."""
+    if runtime.online and runtime.has_model(config.embed_model):
+        from arela_index.llm.ollama import make_embedding
+
+        return make_embedding(config), EmbeddingInfo("ollama", config.embed_model)
+    if runtime.online:
+        log.warning(
+            "arela-index: embedding model %r is not pulled (run `ollama pull %s`); "
+            "using the offline embedder",
+            config.embed_model,
+            config.embed_model,
+        )
+    return _static(config)
+
+
+def embedder_for_index(
+    info: EmbeddingInfo | None, config: ArelaConfig, runtime: Runtime, persist_dir: Any
+) -> tuple[BaseEmbedding | None, str | None]:
+    """The embedder that built an index (queries must use that same model), or None and why not."""
+    if info is None:
+        return None, None
+    if info.provider == "static":
+        model, static_info = _static(config.with_(offline_embedding="static"))
+        if static_info is None or static_info.name != info.name:
+            raise IndexProblem(
+                f"the index at {persist_dir} was built with embedding {info.label}, which this "
+                "arela-index does not ship: rebuild it with `arela index <repo>`"
+            )
+        return model, None
+    if info.provider != "ollama":
+        raise IndexProblem(
+            f"the index at {persist_dir} was built with embedding {info.label}, which this "
+            "arela-index cannot query: rebuild it with `arela index <repo>`"
+        )
+    from arela_index.llm.ollama import make_embedding, model_key, not_pulled
+
+    if model_key(info.name) != model_key(config.embed_model):  # `m` and `m:latest` are one model
+        raise IndexProblem(
+            f"the index at {persist_dir} was built with embedding model {info.name!r} but "
+            f"ARELA_EMBED_MODEL is {config.embed_model!r}: set ARELA_EMBED_MODEL={info.name} "
+            "or rebuild with `arela index <repo>`"
+        )
+    if not runtime.online or not runtime.has_model(info.name):
+        why = not_pulled(info.name) if runtime.online else runtime.reason
+        return None, f"dense retrieval is off, sparse only: the index needs {info.label} ({why})"
+    return make_embedding(config), None
+
+
+def _static(config: ArelaConfig) -> tuple[BaseEmbedding | None, EmbeddingInfo | None]:
+    if config.offline_embedding != "static":
+        return None, None
+    from arela_index.llm.static_embedding import default_static_embedding
+
+    try:
+        model = default_static_embedding()
+    except ArelaError as exc:
+        log.warning("arela-index: %s; retrieval is sparse only", exc)
+        return None, None
+    return model, EmbeddingInfo("static", model.model_name)

@@ -1,0 +1,1 @@
+"""The query path after routing: grading and retries, answers with citations, the trace, the LlamaIndex engines."""

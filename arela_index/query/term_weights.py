@@ -1,0 +1,62 @@
+"""How much a word says in one repository: its inverse document frequency over the code memory."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from arela_index.stores.code import stem
+
+
+class TermWeights:
+    """Inverse document frequency of words among the code memory's chunks, compared as English
+    stems (`configure` and `configuration` are one term). A word the repository never uses weighs
+    most: a question that hinges on it is not answered by chunks sharing only its common words.
+
+    >>> weights = TermWeights({"configur": 3, "queue": 1}.get, documents=10)
+    >>> weights.weight("configure") < weights.weight("queues") < weights.weight("kubernetes")
+    True
+    >>> TermWeights.uniform().weight("anything") == TermWeights.uniform().weight("else")
+    True
+    """
+
+    def __init__(self, frequency: Callable[[str], int | None], documents: int) -> None:
+        self._frequency = frequency
+        self.documents = documents
+
+    @classmethod
+    def uniform(cls) -> TermWeights:
+        """Every word weighs the same (no code memory to count in)."""
+        return cls(lambda _: None, 0)
+
+    @classmethod
+    def from_bm25(cls, retriever: Any) -> TermWeights:
+        """Document frequencies read from a llama_index `BM25Retriever`'s bm25s index (its
+        column pointers count the chunks each stem occurs in); uniform if it has none."""
+        index = getattr(retriever, "bm25", None)
+        scores = getattr(index, "scores", None) or {}
+        vocab = getattr(index, "vocab_dict", None)
+        pointers = scores.get("indptr")
+        if not vocab or pointers is None:
+            return cls.uniform()
+
+        def frequency(term: str) -> int | None:
+            column = vocab.get(term)
+            if column is None or column + 1 >= len(pointers):
+                return None
+            return int(pointers[column + 1] - pointers[column])
+
+        return cls(frequency, int(scores.get("num_docs", 0)))
+
+    @staticmethod
+    def stems(words: Iterable[str]) -> list[str]:
+        """The words' stems as the code memory's BM25 index has them."""
+        return stem([w.lower() for w in words])
+
+    def weight(self, word: str) -> float:
+        """BM25's idf of the word's stem; unknown words weigh as if in no chunk at all."""
+        if self.documents <= 0:
+            return 1.0
+        count = self._frequency(self.stems([word])[0]) or 0
+        return math.log(1 + (self.documents - count + 0.5) / (count + 0.5))

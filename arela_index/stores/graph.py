@@ -1,0 +1,549 @@
+"""The graph memory on disk: symbols and their defines/calls/imports/inherits edges, as JSON."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from arela_index.errors import corrupt
+from arela_index.indexing.changes import Changes
+from arela_index.indexing.scanner import ScanResult, SourceFile
+from arela_index.parsing.dispatch import extract_symbols, parses
+from arela_index.parsing.modules import module_name
+from arela_index.parsing.symbols import CLASS_KINDS, FileSymbols
+from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
+
+GRAPH_FILE = "graph.json"
+SYMBOLS_FILE = "symbols.json"
+FORMAT = 1
+RELATIONS = ("defines", "calls", "imports", "inherits")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One neighbour of a symbol: who, through which relation, where the edge is written."""
+
+    symbol: str
+    relation: str
+    line: int | None  # where the reference is written (None for a bare definition)
+    path: str | None  # the file that line is in
+    resolved: bool = True  # False: matched by name only
+    depth: int = 1  # 2+ for indirect subclasses/bases and for path steps
+
+
+class GraphStore:
+    """Symbols of one repository and how they call, import, inherit and contain each other.
+
+    >>> store = GraphStore.build(scan_repository("repo"), Path("idx/graph"))   # doctest: +SKIP
+    >>> [link.symbol for link in store.callers("click.utils.echo")][:2]          # doctest: +SKIP
+    ['click.core.Command.main', 'click.termui.secho']
+    """
+
+    def __init__(
+        self,
+        graph: nx.MultiDiGraph,
+        files: dict[str, FileSymbols] | None = None,
+        digests: dict[str, str] | None = None,
+        symbols_file: Path | None = None,
+    ) -> None:
+        self.graph = graph
+        self._files = files
+        self._digests = digests
+        self._symbols_file = symbols_file
+        self._trigrams: dict[str, set[str]] | None = None
+        if files is not None:
+            graph.graph["files"] = {
+                p: {"module": f.module, "language": f.language, "error": f.error}
+                for p, f in sorted(files.items())
+            }
+        self._index()
+
+    @property
+    def files(self) -> dict[str, FileSymbols]:
+        """Each parsed file's extraction, read from disk only when a refresh needs it."""
+        if self._files is None:
+            self._load_symbols()
+        assert self._files is not None
+        return self._files
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """The content hash each file had when it was parsed."""
+        if self._digests is None:
+            self._load_symbols()
+        assert self._digests is not None
+        return self._digests
+
+    def _load_symbols(self) -> None:
+        path = self._symbols_file
+        if path is None:
+            self._files, self._digests = {}, {}
+            return
+        data = _read_json(path)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise corrupt(path, f"not a graph file of format {FORMAT}")
+        files, digests = {}, {}
+        try:
+            for entry in data["files"]:
+                fs = FileSymbols.from_json(entry)
+                files[fs.path] = fs
+                if entry.get("sha256"):
+                    digests[fs.path] = entry["sha256"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise corrupt(path, f"malformed symbols: {type(exc).__name__}: {exc}") from None
+        self._files, self._digests = files, digests
+
+    # -- building ----------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        scan: ScanResult,
+        directory: Path,
+        previous: GraphStore | None = None,
+        changes: Changes | None = None,
+        parsed: Mapping[str, FileSymbols] | None = None,
+    ) -> GraphStore:
+        """Parse what changed (or everything), resolve across files, write into `directory`.
+
+        `parsed` holds extractions the caller already made for the current content; files whose
+        digest matches `previous` and that `changes` does not name are taken from `previous`.
+        """
+        parsed = parsed or {}
+        changed = changes.changed if changes is not None else frozenset()
+        files: dict[str, FileSymbols] = {}
+        digests: dict[str, str] = {}
+        for source in sorted(scan.files, key=lambda f: f.path):
+            if not parses(source.language):
+                continue
+            digests[source.path] = source.sha256
+            if source.path in parsed:
+                files[source.path] = parsed[source.path]
+            elif (
+                previous is not None
+                and source.path not in changed
+                and previous.digests.get(source.path) == source.sha256
+                and source.path in previous.files
+            ):
+                files[source.path] = previous.files[source.path]
+            else:
+                files[source.path] = _extract(source)
+        store = cls(_graph(files.values()), files, digests)
+        store.save(directory)
+        return store
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        data = nx.node_link_data(self.graph, edges="edges")
+        data["format"] = FORMAT
+        _write_json(directory / GRAPH_FILE, data)
+        symbols = {
+            "format": FORMAT,
+            "files": [
+                {**self.files[p].to_json(), "sha256": self.digests.get(p)}
+                for p in sorted(self.files)
+            ],
+        }
+        _write_json(directory / SYMBOLS_FILE, symbols)
+
+    @classmethod
+    def load(cls, directory: Path) -> GraphStore:
+        """Read a graph written by `build`; a missing or damaged file raises `IndexProblem`.
+
+        The per-file extractions (needed only to refresh) are read when first used.
+        """
+        path = directory / GRAPH_FILE
+        data = _read_json(path)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise corrupt(path, f"not a graph file of format {FORMAT}")
+        if not (directory / SYMBOLS_FILE).is_file():
+            raise corrupt(directory / SYMBOLS_FILE, "missing")
+        try:
+            graph = nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
+            store = cls(graph, symbols_file=directory / SYMBOLS_FILE)
+        except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError) as exc:
+            raise corrupt(path, f"malformed graph: {type(exc).__name__}: {exc}") from None
+        return store
+
+    # -- facts for others --------------------------------------------------------------------
+
+    def is_empty(self) -> bool:
+        return not self._defined
+
+    def stats(self) -> dict[str, Any]:
+        edges = Counter(key for _, _, key in self.graph.edges(keys=True))
+        files = self.graph.graph.get("files", {})
+        failures = {p: f["error"] for p, f in files.items() if f.get("error")}
+        return {
+            "symbols": len(self._defined),
+            "external_names": self.graph.number_of_nodes() - len(self._defined),
+            "files": len(files),
+            "edges": {r: edges.get(r, 0) for r in RELATIONS},
+            "languages": dict(sorted(Counter(f["language"] for f in files.values()).items())),
+            "parse_failures": len(failures),
+            "failures": failures,
+        }
+
+    def symbol_names(self) -> list[str]:
+        """Qualified names of every symbol the repository defines (for `entities.Vocabulary`)."""
+        return list(self._defined)
+
+    def symbol(self, qualname: str) -> dict[str, Any] | None:
+        """The attributes of a symbol (kind, path, lines, signature, doc, language), or None."""
+        if qualname not in self.graph:
+            return None
+        return dict(self.graph.nodes[qualname])
+
+    def modules_at(self, path: str) -> list[str]:
+        """Module symbols of the files whose path is `path` or ends with it (`core.py`)."""
+        wanted = path.strip().strip("./").lower()
+        exact = self._modules_by_path.get(wanted)
+        if exact:
+            return [exact]
+        return sorted({m for p, m in self._modules_by_path.items() if p.endswith("/" + wanted)})
+
+    # -- finding symbols ---------------------------------------------------------------------
+
+    def find(self, name: str, fuzzy: bool = True) -> tuple[list[str], str]:
+        """Symbols a name may mean, and how they were found: exact, case, suffix, closest, external.
+
+        More than one result means the name is ambiguous; the caller shows the candidates.
+        """
+        name = name.strip().strip("`").removesuffix("()").replace("::", ".").replace("#", ".")
+        if not name:
+            return [], "none"
+        if self.graph.nodes.get(name, {}).get("kind", "external") != "external":
+            return [name], "exact"
+        lower = name.lower()
+        if lower in self._by_lower:
+            return sorted(self._by_lower[lower]), "case"
+        tails = self._by_tail.get(lower)
+        if tails:
+            exact_case = [q for q in tails if q.endswith("." + name)]
+            return sorted(exact_case or tails), "suffix"
+        close = self._closest(name) if fuzzy else []
+        if close:
+            return close, "closest"
+        if EXTERNAL + name in self.graph:
+            return [EXTERNAL + name], "external"
+        return [], "none"
+
+    def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
+        """Symbols whose name is spelled most like `name` (a typo, a plural); a dotted mention
+        (`Model.sav`) keeps only the symbols below what its prefix names."""
+        scope, _, last = name.lower().rpartition(".")
+        if len(last) < 3:
+            return []
+        trigrams = self._trigrams
+        if trigrams is None:  # built on first use: most questions name symbols exactly
+            trigrams = defaultdict(set)
+            for known in {q.rpartition(".")[2].lower() for q in self._defined}:
+                for gram in _grams(known):
+                    trigrams[gram].add(known)
+            self._trigrams = trigrams
+        shared = Counter(n for gram in _grams(last) for n in trigrams.get(gram, ()))
+        matcher = SequenceMatcher(b=last)
+        scored: dict[float, set[str]] = defaultdict(set)
+        for known, _ in shared.most_common(50):
+            matcher.set_seq1(known)
+            if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
+                score = matcher.ratio()
+                if score >= cutoff:
+                    scored[score].update(
+                        q
+                        for q in self._by_tail[known]
+                        if not scope or f".{scope}." in f".{q.lower()}"
+                    )
+        best = next((found for _, found in sorted(scored.items(), reverse=True) if found), set())
+        return sorted(best)[:limit]
+
+    # -- relations ---------------------------------------------------------------------------
+
+    def _links(self, qualname: str, relation: str, incoming: bool) -> list[Link]:
+        """Neighbours through one relation; the line is where the reference is written."""
+        if qualname not in self.graph:
+            return []
+        links = []
+        paths = self._paths
+        for other, keyed in (self.graph.pred if incoming else self.graph.succ)[qualname].items():
+            data = keyed.get(relation)
+            if data is not None:
+                path = data.get("path") or paths.get(other if incoming else qualname)
+                links.append(
+                    Link(other, relation, data.get("line"), path, data.get("resolved", True))
+                )
+        return links
+
+    def _in(self, qualname: str, relation: str) -> list[Link]:
+        return self._links(qualname, relation, incoming=True)
+
+    def _out(self, qualname: str, relation: str) -> list[Link]:
+        return self._links(qualname, relation, incoming=False)
+
+    @cached_property
+    def _paths(self) -> dict[str, str]:
+        """Each symbol's file, for the edges that do not name one themselves."""
+        return {n: a["path"] for n, a in self.graph.nodes(data=True) if a.get("path")}
+
+    def callers(self, qualname: str) -> list[Link]:
+        """Symbols that call this one: resolved calls, then calls that only match its name."""
+        links = self._in(qualname, "calls")
+        node = self.graph.nodes.get(qualname, {})
+        if node.get("kind") not in {None, "external", "module"}:
+            seen = {link.symbol for link in links}
+            by_name = self._in(EXTERNAL + str(node.get("name")), "calls")
+            links += [
+                Link(x.symbol, x.relation, x.line, x.path, False)
+                for x in by_name
+                if x.symbol not in seen
+            ]
+        return links
+
+    def callees(self, qualname: str) -> list[Link]:
+        return self._out(qualname, "calls")
+
+    def importers(self, qualname: str) -> list[Link]:
+        """Modules importing this symbol or a member; for a module's namesake class, its module."""
+        targets = [qualname, *(link.symbol for link in self._out(qualname, "defines"))]
+        node = self.graph.nodes.get(qualname, {})
+        parent = node.get("parent")
+        if (
+            node.get("kind") in CLASS_KINDS
+            and parent
+            and parent.rpartition(".")[2] == node.get("name")
+        ):
+            targets.append(parent)
+        seen: set[str] = set()
+        out: list[Link] = []
+        for target in targets:
+            for link in self._in(target, "imports"):
+                if link.symbol not in seen:
+                    seen.add(link.symbol)
+                    out.append(link)
+        return out
+
+    def imports(self, qualname: str) -> list[Link]:
+        return self._out(self.module_of(qualname), "imports")
+
+    def module_of(self, qualname: str) -> str:
+        node = self.graph.nodes.get(qualname, {})
+        path = node.get("path")
+        if node.get("kind") == "module" or not path:
+            return qualname
+        return self._modules_by_path.get(path.lower(), qualname)
+
+    def members(self, qualname: str) -> list[Link]:
+        return self._out(qualname, "defines")
+
+    def subclasses(self, qualname: str) -> list[Link]:
+        """Classes inheriting this one, directly (depth 1) or through others (depth 2+)."""
+        return self._transitive(qualname, self._in)
+
+    def overrides(self, qualname: str) -> list[Link]:
+        """Methods of the same name in the subclasses of this method's class."""
+        node = self.graph.nodes.get(qualname, {})
+        parent, name = node.get("parent"), node.get("name")
+        nodes = self.graph.nodes
+        out = []
+        for sub in self.subclasses(parent) if parent else []:
+            method = f"{sub.symbol}.{name}"
+            if nodes.get(method, {}).get("kind") == "method":
+                line, path = nodes[method].get("start_line"), nodes[method].get("path")
+                out.append(Link(method, "overrides", line, path, True, sub.depth))
+        return out
+
+    def bases(self, qualname: str) -> list[Link]:
+        return self._transitive(qualname, self._out)
+
+    def _transitive(self, qualname: str, step: Any) -> list[Link]:
+        out: list[Link] = []
+        seen = {qualname}
+        frontier = [qualname]
+        depth = 1
+        while frontier:
+            nxt: list[str] = []
+            for current in frontier:
+                for link in step(current, "inherits"):
+                    if link.symbol not in seen:
+                        seen.add(link.symbol)
+                        out.append(
+                            Link(
+                                link.symbol, "inherits", link.line, link.path, link.resolved, depth
+                            )
+                        )
+                        nxt.append(link.symbol)
+            frontier, depth = nxt, depth + 1
+        return out
+
+    def path(self, start: str, goal: str, max_depth: int = 12) -> list[Link]:
+        """The shortest chain of calls from `start` to `goal` (each step a Link), or []."""
+        if start not in self.graph or goal not in self.graph or start == goal:
+            return []
+        parents: dict[str, tuple[str, int | None]] = {start: (start, None)}
+        queue: deque[tuple[str, int]] = deque([(start, 0)])
+        while queue:
+            current, depth = queue.popleft()
+            if depth >= max_depth:
+                continue
+            for nxt, line in self._calls_out.get(current, ()):
+                if nxt in parents:
+                    continue
+                parents[nxt] = (current, line)
+                if nxt == goal:
+                    return self._chain(parents, start, goal)
+                queue.append((nxt, depth + 1))
+        return []
+
+    def _chain(
+        self, parents: dict[str, tuple[str, int | None]], start: str, goal: str
+    ) -> list[Link]:
+        steps: list[Link] = []
+        node = goal
+        while node != start:
+            prev, line = parents[node]
+            steps.append(Link(node, "calls", line, self.graph.nodes[prev].get("path"), True, 0))
+            node = prev
+        steps.reverse()
+        return [
+            Link(s.symbol, s.relation, s.line, s.path, s.resolved, i + 1)
+            for i, s in enumerate(steps)
+        ]
+
+    # -- indexes -----------------------------------------------------------------------------
+
+    def _index(self) -> None:
+        """What every store needs at once; name and call indexes wait for the first question."""
+        self._defined = sorted(
+            n for n, a in self.graph.nodes(data=True) if a.get("kind") != "external"
+        )
+        self._modules_by_path = {
+            path.lower(): info["module"]
+            for path, info in self.graph.graph.get("files", {}).items()
+            if not info.get("error")
+        }
+
+    @cached_property
+    def _by_lower(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = defaultdict(list)
+        for qualname in self._defined:
+            found[qualname.lower()].append(qualname)
+        return found
+
+    @cached_property
+    def _by_tail(self) -> dict[str, list[str]]:
+        """Lower-cased dotted tails of qualified names ("b.c", "c" for "a.b.c")."""
+        found: dict[str, list[str]] = defaultdict(list)
+        for qualname in self._defined:
+            parts = qualname.lower().split(".")
+            for i in range(1, len(parts)):
+                found[".".join(parts[i:])].append(qualname)
+        return found
+
+    @cached_property
+    def _calls_out(self) -> dict[str, list[tuple[str, int | None]]]:
+        nodes = self.graph.nodes
+        found: dict[str, list[tuple[str, int | None]]] = defaultdict(list)
+        for u, v, key, line in self.graph.edges(keys=True, data="line"):
+            if key == "calls" and nodes[v].get("kind") != "external":
+                found[u].append((v, line))
+        return found
+
+
+def _grams(word: str) -> set[str]:
+    padded = f"^{word}$"
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def _extract(source: SourceFile) -> FileSymbols:
+    try:
+        text = source.read_text()
+    except OSError as exc:
+        return FileSymbols(
+            source.path,
+            source.language,
+            module_name(source.path, source.language),
+            error=f"unreadable: {exc.strerror or exc}",
+        )
+    return extract_symbols(source, text)
+
+
+def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
+    """A node per definition (the first wins a shared name) and external name; typed edges."""
+    resolver = Resolver(files)
+    graph = nx.MultiDiGraph()
+    language = {fs.path: fs.language for fs in resolver.files}
+    graph.add_nodes_from(
+        (
+            q,
+            {
+                "kind": d.kind,
+                "name": d.name,
+                "path": d.path,
+                "start_line": d.start_line,
+                "end_line": d.end_line,
+                "signature": d.signature,
+                "doc": d.doc,
+                "parent": d.parent,
+                "language": language[d.path],
+            },
+        )
+        for q, d in resolver.defs.items()
+    )
+    module_at = {fs.path: fs.module for fs in resolver.files}
+    edges = [
+        Edge(parent, qualname, "defines", d.start_line, True, d.path)
+        for qualname, d in resolver.defs.items()
+        if (parent := d.parent if d.parent in resolver.defs else module_at.get(d.path))
+        and parent != qualname
+        and d.kind != "module"
+    ]
+    # One edge per (source, target, relation): its first line, resolved if any reference is.
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for edge in [*edges, *resolver.edges()]:
+        key = (edge.source, edge.target, edge.relation)
+        data = merged.get(key)
+        if data is None:
+            merged[key] = {
+                "line": edge.line,
+                "resolved": edge.resolved,
+                "count": 1,
+                "path": edge.path,
+            }
+        else:
+            data["count"] += 1
+            data["resolved"] = data["resolved"] or edge.resolved
+    defs = resolver.defs
+    for (u, v, _), data in merged.items():
+        for end in (u, v):
+            if end not in defs and end not in graph:
+                graph.add_node(end, kind="external", name=end.removeprefix(EXTERNAL))
+        if u in defs and defs[u].path == data["path"]:  # kept only where it differs
+            del data["path"]
+    graph.add_edges_from((u, v, relation, data) for (u, v, relation), data in merged.items())
+    return graph
+
+
+def _write_json(path: Path, data: Any) -> None:
+    # dumps, not dump: only the former runs entirely in the C encoder.
+    path.write_text(
+        json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True),
+        encoding="utf-8",
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise corrupt(path, "missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise corrupt(path, f"not valid JSON: {exc}") from None

@@ -1,0 +1,186 @@
+"""What a question names: symbols, paths and people, checked against what the memories know."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import PurePosixPath
+
+from arela_index.indexing.languages import detect_language
+from arela_index.text.tokens import STOPWORDS, split_identifier
+
+_BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
+_QUOTED = re.compile(r"""(?<![\w])["']([\w./:-]{2,120})["'](?![\w])""")
+_PATHLIKE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])"
+)
+_DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?")
+_WORD = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(\(\))?")
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """Candidate names and paths in a question, strongest evidence first.
+
+    `names` are identifier-shaped (backticked, dotted, snake/camel case, or called with `()`);
+    `words` are the remaining plain words, which only count when a memory knows them.
+    """
+
+    names: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+
+
+def _is_path(token: str) -> bool:
+    return "/" in token or (
+        detect_language(token) is not None and "." in token and not token.endswith(".")
+    )
+
+
+# Several stages read the same question (selector, grader, graph, history): read it once. Small on
+# purpose: it spares re-reading within one query, not remembering questions.
+@lru_cache(maxsize=16)
+def extract_mentions(question: str) -> Mentions:
+    """Pull out what a question names, without knowing the repository.
+
+    >>> m = extract_mentions("Who calls `resolve_envvar` in src/click/core.py and click.Option.get_default()?")
+    >>> m.names, m.paths
+    (('resolve_envvar', 'click.Option.get_default'), ('src/click/core.py',))
+    """
+    names: list[str] = []
+    paths: list[str] = []
+    words: list[str] = []
+
+    def add(token: str, strong: bool) -> None:
+        token = token.strip().strip(".,;:?!").removesuffix("()")
+        if not token:
+            return
+        if _is_path(token):
+            if token not in paths:
+                paths.append(token)
+        elif (strong or _identifier_shaped(token)) and token not in names:
+            names.append(token)
+
+    rest = question
+    for pattern in (_BACKTICKED, _QUOTED):
+        for match in pattern.finditer(rest):
+            add(match.group(1), strong=True)
+        rest = pattern.sub(" ", rest)
+    for match in _PATHLIKE.finditer(rest):
+        if _is_path(match.group(1)):
+            add(match.group(1), strong=True)
+    rest = _PATHLIKE.sub(lambda m: " " if _is_path(m.group(1)) else m.group(0), rest)
+    for match in _DOTTED.finditer(rest):
+        add(match.group(1), strong=True)
+    rest = _DOTTED.sub(" ", rest)
+    for match in _WORD.finditer(rest):
+        word, called = match.group(1), match.group(2)
+        if called or _identifier_shaped(word):
+            add(word, strong=True)
+        elif word.lower() not in STOPWORDS and len(word) > 2 and word not in words:
+            words.append(word)
+    return Mentions(tuple(names), tuple(paths), tuple(words))
+
+
+def _identifier_shaped(token: str) -> bool:
+    core = token.strip("_")
+    return "_" in core or len(split_identifier(token)) > 1 or "." in token
+
+
+@dataclass
+class Found:
+    """Mentions resolved against a Vocabulary: the known ones, and the names nothing knows."""
+
+    symbols: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.symbols or self.paths or self.authors)
+
+
+class Vocabulary:
+    """The names the memories know: qualified symbols, file paths, and commit authors.
+
+    >>> v = Vocabulary(symbols=["click.core.Option", "click.core.Option.get_default"], paths=["src/click/core.py"])
+    >>> found = v.find("What does Option.get_default return in core.py?")
+    >>> found.symbols, found.paths
+    (['click.core.Option.get_default'], ['src/click/core.py'])
+    """
+
+    def __init__(
+        self, symbols: Iterable[str] = (), paths: Iterable[str] = (), authors: Iterable[str] = ()
+    ) -> None:
+        self.symbols = sorted(set(symbols))
+        self.paths = sorted(set(paths))
+        self.authors = sorted(set(authors))
+        self._by_tail: dict[str, list[str]] = defaultdict(list)
+        for qualified in self.symbols:
+            parts = qualified.split(".")
+            for i in range(len(parts)):
+                self._by_tail[".".join(parts[i:]).lower()].append(qualified)
+        self._by_path_suffix: dict[str, list[str]] = defaultdict(list)
+        for path in self.paths:
+            parts = path.lower().split("/")
+            for i in range(len(parts)):
+                self._by_path_suffix["/".join(parts[i:])].append(path)
+            self._by_path_suffix[PurePosixPath(parts[-1]).stem].append(path)
+        self._authors = {a.lower(): a for a in self.authors}
+        for author in self.authors:
+            for part in author.split():
+                if len(part) > 2:
+                    self._authors.setdefault(part.lower(), author)
+
+    @cached_property
+    def names_by_initial(self) -> dict[str, dict[str, str]]:
+        """Symbols' last parts by their first letter, lower-cased → as written (near misses)."""
+        found: dict[str, dict[str, str]] = {}
+        for symbol in self.symbols:
+            name = symbol.rsplit(".", 1)[-1]
+            found.setdefault(name[:1].lower(), {})[name.lower()] = name
+        return found
+
+    def __len__(self) -> int:
+        return len(self.symbols) + len(self.paths)
+
+    def symbols_named(self, name: str) -> list[str]:
+        """Qualified symbols whose name, or dotted tail, is `name` (case-insensitive)."""
+        return list(self._by_tail.get(name.lower().removesuffix("()"), ()))
+
+    def paths_named(self, path: str) -> list[str]:
+        return list(self._by_path_suffix.get(path.lower().strip("./"), ()))
+
+    def find(self, question: str, mentions: Mentions | None = None) -> Found:
+        """What the question names that this vocabulary knows (`mentions`: if already read)."""
+        mentions = mentions or extract_mentions(question)
+        found = Found()
+
+        def extend(target: list[str], items: Iterable[str]) -> bool:
+            added = False
+            for item in items:
+                if item not in target:
+                    target.append(item)
+                    added = True
+            return added
+
+        for name in mentions.names:
+            hits = self.symbols_named(name)
+            if not extend(found.symbols, hits) and not extend(found.paths, self.paths_named(name)):
+                found.unknown.append(name)
+        for path in mentions.paths:
+            if not extend(found.paths, self.paths_named(path)):
+                found.unknown.append(path)
+        for word in mentions.words:
+            extend(
+                found.symbols, [s for s in self.symbols_named(word) if s.rsplit(".", 1)[-1] == word]
+            )
+            if word.lower() in self._authors:
+                extend(found.authors, [self._authors[word.lower()]])
+            elif len(word) > 3:
+                extend(found.paths, self._by_path_suffix.get(word.lower(), ()))
+        return found

@@ -1,0 +1,245 @@
+"""What a graph question asks: which relation, about which symbols of the graph.
+
+Rules over the wording decide the relation (`who calls X` -> callers, `what does X inherit
+from` -> bases); the entities are the question's mentions resolved against the graph, strongest
+evidence first (backticked, dotted and identifier-shaped names, then paths, then plain words).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
+from arela_index.stores.graph import GraphStore
+from arela_index.text.entities import extract_mentions
+
+RELATIONS = (
+    "path",
+    "bases",
+    "subclasses",
+    "imports",
+    "importers",
+    "callees",
+    "callers",
+    "members",
+    "definition",
+    "neighbourhood",
+)
+
+# First match wins; the order settles overlaps ("what does X inherit from" is not "who inherits X").
+_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (relation, re.compile("|".join(patterns), re.I))
+    for relation, patterns in (
+        (
+            "path",
+            (
+                r"\b(?:path|chain|route)\b.*\b(?:from|between)\b",
+                r"\bhow (?:does|do|can|could|is|did) .+ (?:reach|get to|lead to|end up|arrive)\b",
+                r"\bhow (?:does|do|can|could|is|did) .+ (?:trigger|invoke|call)\b",
+            ),
+        ),
+        (
+            "bases",
+            (
+                r"\bbase(?:s| class(?:es)?| types?)?\b.*\bof\b",
+                r"\bparent class|\bsuper ?class|\bsupertype|\bmro\b",
+                r"\b(?:inherit|inherits|derive|derives|extend|extends|implement|implements)\s+"
+                r"(?:from\s+)?(?:what|which)\b",
+                r"\bwhat (?:does|do|did) .+ (?:inherit|derive|extend|implement)",
+            ),
+        ),
+        (
+            "subclasses",
+            (
+                r"\bsub-?class|\bchild(?:ren)? class|\bderived class|\bimplementations? of\b",
+                r"\b(?:inherit|inherits|derive|derives|extend|extends|implement|implements)\b",
+                r"\boverrides?\b",
+            ),
+        ),
+        (
+            "imports",
+            (
+                r"\bwhat (?:does|do|did) .+ (?:import|depend on|require|include)\b",
+                r"\b(?:imports|dependencies|includes) (?:of|in|from)\b",
+            ),
+        ),
+        (
+            "importers",
+            (r"\bimport(?:s|ed|ers?|ing)?\b|\bdepends? on\b|\brequires?\b|\bincludes?\b",),
+        ),
+        (
+            "callees",
+            (
+                r"\bwhat (?:does|do|did) .+ (?:call|invoke|use)\b",
+                r"\bcallees?\b|\bcalls? made (?:by|in)\b",
+                r"\b(?:functions|methods|what|which)\b.*\bcalled (?:by|from|in|inside|within)\b",
+            ),
+        ),
+        (
+            "callers",
+            (r"\bcall(?:s|ed|ers?|ing)?\b|\binvok|\busages?\b|\bused\b|\buses\b|\breferenc",),
+        ),
+        (
+            "members",
+            (
+                r"\bmethods?\b|\bmembers?\b|\bfields?\b|\battributes?\b",
+                r"\b(?:functions|classes)(?: \w+)? (?:in|of|defined)\b",
+                r"\bwhat (?:does|is) .+ (?:define|contain)",
+            ),
+        ),
+        (
+            "definition",
+            (
+                r"\bwhere (?:is|are|was|were|do|does|can)\b|\bdefin|\bdeclar|\bsignature\b|\blocat",
+                r"\b(?:which|what) file\b|\bfind\b|\bshow me\b|\bimplemented\b",
+            ),
+        ),
+    )
+)
+# The kinds of symbol a relation is about, to choose among same-named candidates.
+_WANTED = {
+    "subclasses": CLASS_KINDS,
+    "bases": CLASS_KINDS,
+    "callers": CALLABLE_KINDS | CLASS_KINDS,
+    "callees": CALLABLE_KINDS | CLASS_KINDS,
+    "path": CALLABLE_KINDS | CLASS_KINDS,
+    "members": CLASS_KINDS | {"module"},
+}
+# Words that describe the relation rather than name a symbol.
+_QUESTION_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        """call calls called caller callers callee callees calling invoke invokes invoked use uses
+        used usage usages import imports imported importer importers inherit inherits inherited
+        subclass subclasses base bases parent class classes method methods function functions
+        member members define defines defined definition declared where which what who how does
+        reach path chain module modules file files symbol symbols implement implements
+        implemented extend extends derive derives show find list depend depends dependency
+        dependencies field fields""",
+    )
+)
+
+
+@dataclass
+class Entity:
+    """One thing the question names, and the graph symbols it may be."""
+
+    mention: str
+    candidates: list[str]
+    how: str  # exact | case | suffix | closest | external | path
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.candidates) > 1
+
+
+@dataclass
+class GraphQuestion:
+    """The relation a question asks for and the entities it names, in question order."""
+
+    relation: str
+    entities: list[Entity] = field(default_factory=list)
+
+
+def relation_of(question: str, exclude: frozenset[str] = frozenset()) -> str:
+    """The relation the wording asks for; `neighbourhood` when nothing says.
+
+    >>> relation_of("Who calls `resolve_envvar`?"), relation_of("What does Option inherit from?")
+    ('callers', 'bases')
+    """
+    for relation, pattern in _RULES:
+        if relation not in exclude and pattern.search(question):
+            return relation
+    return "neighbourhood"
+
+
+def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> list[Entity]:
+    """The symbols a question names, strongest evidence first.
+
+    Plain words count only when no stronger mention resolves, and match a symbol by closest
+    name only with `fuzzy_words` (when the wording is plainly about code structure).
+    """
+    mentions = extract_mentions(question)
+    found: list[Entity] = []
+    seen: set[str] = set()
+
+    def add(entity: Entity) -> None:
+        key = "|".join(entity.candidates)
+        if entity.candidates and key not in seen:
+            seen.add(key)
+            found.append(entity)
+
+    for name in mentions.names:
+        if name.lower() not in _QUESTION_WORDS:
+            add(Entity(name, *store.find(name)))
+    for path in mentions.paths:
+        modules = store.modules_at(path)
+        if modules:
+            add(Entity(path, modules, "path"))
+        else:  # `config.py`-like names may be dotted symbols too
+            add(
+                Entity(
+                    path,
+                    *store.find(path.rsplit(".", 1)[0] if "/" not in path else path, fuzzy=False),
+                )
+            )
+    if not found:
+        for word in mentions.words:
+            if word.lower() not in _QUESTION_WORDS:
+                add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
+    lowered = question.lower()
+
+    def position(entity: Entity) -> int:
+        at = lowered.find(entity.mention.lower())
+        return at if at >= 0 else len(lowered)
+
+    found.sort(key=position)
+    return found
+
+
+def narrow(entity: Entity, relation: str, store: GraphStore) -> Entity:
+    """Fewer candidates where the relation or the code settles it: a subclass question is about a
+    class, and a module named after its class (`Log.java` defining `Log`) stands for that class."""
+    if not entity.ambiguous:
+        return entity
+    kinds = {c: (store.symbol(c) or {}).get("kind") for c in entity.candidates}
+    wanted = _WANTED.get(relation)
+    kept = [
+        c for c in entity.candidates if wanted is None or kinds[c] in wanted
+    ] or entity.candidates
+    namesakes = {c.rpartition(".")[0] for c in kept if kinds[c] in CLASS_KINDS}
+    kept = [c for c in kept if not (kinds[c] == "module" and c in namesakes)] or kept
+    return Entity(entity.mention, kept, entity.how)
+
+
+def understand(question: str, store: GraphStore) -> GraphQuestion:
+    """Relation and entities of one question.
+
+    >>> understand("how does main reach save?", store).relation        # doctest: +SKIP
+    'path'
+    """
+    relation = relation_of(question)
+    entities = entities_of(question, store, fuzzy_words=relation != "neighbourhood")
+    if relation == "path" and len(entities) < 2:
+        relation = relation_of(question, exclude=frozenset({"path"}))
+    return GraphQuestion(relation, _scoped([narrow(e, relation, store) for e in entities]))
+
+
+def _scoped(entities: list[Entity]) -> list[Entity]:
+    """Paths next to names scope them (`Shape` in shapes.ts); a name said twice counts once."""
+    modules = [c for e in entities if e.how == "path" for c in e.candidates]
+    names = [e for e in entities if e.how != "path"]
+    if not names:
+        return entities
+    settled = {e.candidates[0] for e in names if not e.ambiguous}
+    out: list[Entity] = []
+    for entity in names:
+        if entity.ambiguous:
+            if settled & set(entity.candidates):
+                continue
+            inside = [c for c in entity.candidates if any(c.startswith(m + ".") for m in modules)]
+            if inside:
+                entity = Entity(entity.mention, inside, entity.how)
+        out.append(entity)
+    return out
