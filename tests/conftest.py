@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 # Never reach for a real Ollama or OpenAI unless a test asks for it.
 os.environ.setdefault("IS_TESTING", "1")
 
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
 
 from arela_index.config import ArelaConfig
 
@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     marked = [item for item in items if item.get_closest_marker("ollama")]
     if not marked:
         return
-    from arela_index.ollama import probe
+    from arela_index.llm.ollama import probe
 
     # Probed once per session, and only when a selected test needs a real Ollama.
     status = probe(ArelaConfig(probe_timeout=1.0))
@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def fake_ollama() -> Iterator[FakeOllama]:
     """A FakeOllama on 127.0.0.1 with the default models pulled; stopped after the test."""
-    from arela_index.ollama import forget_probes
+    from arela_index.llm.ollama import forget_probes
 
     forget_probes()  # a port reused from an earlier fake must not answer from the probe cache
     with FakeOllama() as fake:

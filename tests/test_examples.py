@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama, default_chat
-from gitrepo import GitRepo
+from support.fake_ollama import FakeOllama, default_chat
+from support.gitrepo import GitRepo
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "examples"
@@ -67,10 +67,10 @@ def test_quickstart_asks_one_question_of_each_intent(clone: Path) -> None:
 
 def test_quickstart_takes_other_questions_and_refreshes_instead_of_rebuilding(clone: Path) -> None:
     built_before = (clone / ".arela").is_dir()
-    out = run_example("quickstart.py", str(clone), "-q", "what imports arela_index.persist?")
+    out = run_example("quickstart.py", str(clone), "-q", "what imports arela_index.indexing.persist?")
     assert (f"refreshed {clone}" if built_before else f"indexed {clone}") in out
     assert list(sections(out)) == ["question 1"]
-    assert "route: structural → graph" in out and "[arela_index/build.py" in out
+    assert "route: structural → graph" in out and "[arela_index/indexing/build.py" in out
 
 
 def test_existing_app_swaps_in_the_retriever_of_its_own_engines(clone: Path) -> None:
@@ -78,12 +78,12 @@ def test_existing_app_swaps_in_the_retriever_of_its_own_engines(clone: Path) -> 
     assert "LLM: MockLLM (offline)" in out
     engine = out.split("RetrieverQueryEngine: who calls build_index?")[1]
     # MockLLM echoes its prompt: arela-index's graph context reached the app's LLM.
-    assert "symbol: arela_index.build.build_index" in engine
+    assert "symbol: arela_index.indexing.build.build_index" in engine
     assert "route: graph (rules)" in engine
     chat = out.split("CondensePlusContextChatEngine: who calls build_index?")[1]
-    assert "sources: [arela_index/build.py:" in chat
+    assert "sources: [arela_index/indexing/build.py:" in chat
     follow_up = out.split("index.as_chat_engine(): who calls it?")[1]
-    assert "[arela_index/engines.py:" in follow_up  # "it" is still checked_question
+    assert "[arela_index/query/engines.py:" in follow_up  # "it" is still checked_question
 
 
 def test_agent_tool_without_ollama_skips_the_agent_but_calls_the_tool(clone: Path) -> None:
@@ -114,7 +114,7 @@ def react_speaker(request: dict[str, Any]) -> Any:
 
 
 def test_agent_tool_with_an_ollama_model_lets_the_agent_call_the_tool(tmp_path: Path) -> None:
-    from arela_index.ollama import forget_probes
+    from arela_index.llm.ollama import forget_probes
 
     repo = GitRepo(tmp_path / "shop")
     repo.commit(

@@ -1,5 +1,6 @@
-"""The package imports the same way from the repository root, editable, and as an installed wheel,
-and never shadows the standard library's `selectors` (which asyncio imports)."""
+"""The package imports the same way from the repository root (editable install) and as an installed
+wheel, never shadows the standard library's `selectors` (which asyncio imports), and exposes
+nothing of the repository but the package."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STDLIB = sysconfig.get_paths()["stdlib"]
 CHECK = (
     "import asyncio, selectors, arela_index, arela_index.selectors.arela_selector as s, "
-    "arela_index.retrievers as r; print(selectors.__file__); print(s.__file__); print(r.__file__)"
+    "arela_index.retrievers as r; from arela_index.selectors import ArelaSelector; "
+    "print(selectors.__file__); print(s.__file__); print(r.__file__)"
 )
+SUBPACKAGES = ("cli", "indexing", "llm", "parsing", "query", "stores", "text")
 
 
 def _run(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
@@ -39,10 +42,18 @@ def test_selectors_folder_has_no_init() -> None:
 
 
 def test_from_the_repository_root_the_stdlib_selectors_wins() -> None:
-    stdlib_selectors, ours, retrievers = _run(ROOT, {"PYTHONPATH": str(ROOT)})
+    stdlib_selectors, ours, retrievers = _run(ROOT)
     assert stdlib_selectors.startswith(STDLIB)
     assert ours.startswith(str(ROOT / "selectors"))
     assert retrievers.startswith(str(ROOT / "retrievers"))
+
+
+@pytest.mark.parametrize("name", ["tests", "benchmarks", "examples", "scripts"])
+def test_the_package_is_not_the_repository(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", f"import arela_index.{name}"], cwd=ROOT, capture_output=True
+    )
+    assert done.returncode != 0, f"arela_index.{name} imports: the package reaches outside itself"
 
 
 @pytest.mark.slow
@@ -77,6 +88,7 @@ def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "arela_index/selectors/arela_selector.py" in names
     assert "arela_index/retrievers/code.py" in names
+    assert all(f"arela_index/{sub}/__init__.py" in names for sub in SUBPACKAGES)
     assert not any(n.startswith(("selectors/", "retrievers/")) for n in names)
     target = tmp_path / "site"
     subprocess.run(

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_repos import Indexed, indexed
+from support.engine_repos import Indexed, indexed
 
-from arela_index.cli import main
+from arela_index.cli.main import main
 from arela_index.nodes import METADATA_KEYS
 
 SOURCE_KEYS = {*METADATA_KEYS, "score", "citation", "text"}

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index.cli import main
+from arela_index.cli.main import main
 from arela_index.index import ArelaIndex
-from arela_index.persist import current_build
+from arela_index.indexing.persist import current_build
 
 GOOD = {
     "app/main.py": (

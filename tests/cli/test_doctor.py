@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
 
-from arela_index.build import build_index
-from arela_index.cli import main
+from arela_index.cli.doctor import diagnose
+from arela_index.cli.main import main
 from arela_index.config import ArelaConfig
-from arela_index.doctor import diagnose
-from arela_index.persist import current_build
-from arela_index.runtime import detect
+from arela_index.indexing.build import build_index
+from arela_index.indexing.persist import current_build
+from arela_index.llm.runtime import detect
 
 CONFIG_PY = "def load_config(path):\n    return open(path).read()\n"
 CLI_PY = "from app.config import load_config\n\n\ndef main():\n    return load_config('app.toml')\n"
@@ -114,7 +114,7 @@ def test_no_ollama_without_choosing_offline_is_a_problem_with_two_ways_out(
 def test_a_model_that_is_not_pulled_names_the_pull_command(
     offline_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from arela_index.ollama import forget_probes
+    from arela_index.llm.ollama import forget_probes
 
     forget_probes()
     with FakeOllama(models=["nomic-embed-text:latest", "qwen2.5-coder:3b"]) as fake:

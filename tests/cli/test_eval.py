@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 import yaml
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index.cli import main
+from arela_index.cli.evaluate import GoldQuestion, load_golden
+from arela_index.cli.main import main
 from arela_index.errors import ArelaError
-from arela_index.evaluate import GoldQuestion, load_golden
 from arela_index.nodes import make_node
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 FILES: dict[str, str | bytes] = {
     "shop/errors.py": (

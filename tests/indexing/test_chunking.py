@@ -6,14 +6,14 @@ import re
 from collections.abc import Sequence
 
 import pytest
-from gitrepo import GitRepo
 from llama_index.core.schema import MetadataMode, TextNode
+from support.gitrepo import GitRepo
 
-from arela_index.chunking import DEFAULT_LIMITS, chunk_file
+from arela_index.indexing.chunking import DEFAULT_LIMITS, chunk_file
+from arela_index.indexing.scanner import SourceFile, scan_repository
 from arela_index.nodes import node_id
-from arela_index.parsing import extract_symbols
-from arela_index.scanner import SourceFile, scan_repository
-from arela_index.symbols import Definition
+from arela_index.parsing.dispatch import extract_symbols
+from arela_index.parsing.symbols import Definition
 
 HEADER = re.compile(r"(?P<path>\S+):(?P<start>\d+)-(?P<end>\d+) · (?P<what>.*)")
 

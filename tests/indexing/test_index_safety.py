@@ -20,14 +20,20 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
-from harness import PACKAGE_ROOT, assert_one_clear_line, build_many_modules, call_cli, run_cli
-from routing_repos import build_taskq
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
+from support.harness import (
+    PACKAGE_ROOT,
+    assert_one_clear_line,
+    build_many_modules,
+    call_cli,
+    run_cli,
+)
+from support.routing_repos import build_taskq
 
 from arela_index.index import ArelaIndex
-from arela_index.persist import current_build
-from arela_index.scanner import scan_repository
+from arela_index.indexing.persist import current_build
+from arela_index.indexing.scanner import scan_repository
 
 QUESTIONS = (
     "who calls parse_config?",
@@ -430,7 +436,7 @@ def test_a_loaded_index_keeps_answering_while_a_rebuild_replaces_it(
 def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
     built: Path, taskq: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arela_index.graph_store import GraphStore
+    from arela_index.stores.graph import GraphStore
 
     persist = tmp_path / "index"
     shutil.copytree(built, persist)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from arela_index.errors import ArelaError, IndexProblem
-from arela_index.persist import Manifest, build_lock, current_build, new_build
+from arela_index.indexing.persist import Manifest, build_lock, current_build, new_build
 
 
 def _build(persist: Path, marker: str) -> Path:

@@ -4,11 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
-from arela_index.scanner import scan_repository
+from arela_index.indexing.scanner import scan_repository
 
 SAMPLES = {
     "app/main.py": ("def main():\n    return 1\n", "python"),

@@ -15,13 +15,13 @@ import re
 from pathlib import Path
 
 import pytest
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
-from harness import run_cli
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
+from support.harness import run_cli
 
 from arela_index.index import ArelaIndex
-from arela_index.ollama import forget_probes
-from arela_index.scanner import redact_secrets, scan_repository
+from arela_index.indexing.scanner import redact_secrets, scan_repository
+from arela_index.llm.ollama import forget_probes
 
 AWS_ID = "AKIAQZXWVTRBNMLKJHGF"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzqxwvtrbnm"

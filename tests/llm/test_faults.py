@@ -9,7 +9,6 @@ timeouts (never the server's), and its trace must say which stage fell back and 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,22 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama
-from harness import assert_one_clear_line, run_cli
-from routing_repos import build_taskq
+from support.fake_ollama import TIMEOUTS, FakeOllama, healthy_chat, passage_numbers
+from support.harness import assert_one_clear_line, run_cli
+from support.routing_repos import build_taskq
 
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
-from arela_index.ollama import forget_probes
+from arela_index.llm.ollama import forget_probes
 
-# Short timeouts (config keywords, as a user would set ARELA_*_TIMEOUT) against a server that
-# hangs for far longer: a query that waited for the server could not finish inside its budget.
-TIMEOUTS: dict[str, Any] = {
-    "probe_timeout": 1.0,
-    "embed_timeout": 0.5,
-    "router_timeout": 0.5,
-    "answer_timeout": 1.0,
-}
 HANG = 30.0
 SLACK = 3.0  # seconds of our own work per query, far above what it takes
 
@@ -50,26 +41,6 @@ REASONS = {
     "drop": ("dropped the connection", "dropped the connection"),
 }
 FAULTS = list(REASONS)
-
-
-def passages(prompt: str) -> list[int]:
-    return [int(n) for n in re.findall(r"<<<DATA \w+ (\d+)", prompt)]
-
-
-def healthy_chat(request: dict[str, Any]) -> str | dict[str, Any]:
-    """A model that answers every stage well: routes to history, finds every passage relevant,
-    rewrites to names, and writes an answer with a citation."""
-    fmt = request.get("format")
-    prompt = str(request["messages"][-1]["content"])
-    props = fmt.get("properties", {}) if isinstance(fmt, dict) else {}
-    if "intents" in props:
-        allowed = props["memories"]["items"]["enum"]
-        return {"intents": ["temporal"], "memories": allowed[-1:], "reason": "cron is history"}
-    if "verdicts" in props:
-        return {"verdicts": [{"passage": n, "relevant": True} for n in passages(prompt)]}
-    if "query" in props:
-        return {"query": "parse_cron Scheduler"}
-    return "Cron expressions are split by parse_cron [src/taskq/scheduler.py:5-10]."
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +208,7 @@ def _failing_rewrite(mode: str, timeout: float) -> Any:
         props = fmt.get("properties", {}) if isinstance(fmt, dict) else {}
         prompt = str(request["messages"][-1]["content"])
         if "verdicts" in props:
-            return {"verdicts": [{"passage": n, "relevant": False} for n in passages(prompt)]}
+            return {"verdicts": [{"passage": n, "relevant": False} for n in passage_numbers(prompt)]}
         if "query" in props:
             if mode == "500":
                 raise RuntimeError("out of memory")
@@ -281,7 +252,7 @@ def test_a_healthy_rewrite_is_the_retry_query(online_index: Path, fake: FakeOlla
         fmt = request.get("format")
         if isinstance(fmt, dict) and "verdicts" in fmt.get("properties", {}):
             prompt = str(request["messages"][-1]["content"])
-            return {"verdicts": [{"passage": n, "relevant": False} for n in passages(prompt)]}
+            return {"verdicts": [{"passage": n, "relevant": False} for n in passage_numbers(prompt)]}
         return healthy_chat(request)
 
     fake.chat_handler = chat

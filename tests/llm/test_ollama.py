@@ -1,4 +1,4 @@
-"""The real llama_index Ollama classes, through arela_index.ollama, against a local fake server."""
+"""The real llama_index Ollama classes, through arela_index.llm.ollama, against a local fake server."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ import math
 from typing import Literal
 
 import pytest
-from fake_ollama import FakeOllama
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore
 from llama_index.llms.ollama import Ollama
 from pydantic import BaseModel, Field
+from support.fake_ollama import FakeOllama
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import OllamaUnavailable
-from arela_index.nodes import make_node
-from arela_index.ollama import (
+from arela_index.llm.ollama import (
     astructured,
     base_url,
     describe_failure,
@@ -30,6 +29,7 @@ from arela_index.ollama import (
     require,
     structured,
 )
+from arela_index.nodes import make_node
 
 
 class Choice(BaseModel):

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import OllamaUnavailable
-from arela_index.ollama import (
+from arela_index.llm.ollama import (
     make_embedding,
     make_llm,
     ollama_errors,

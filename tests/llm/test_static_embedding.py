@@ -16,13 +16,13 @@ from llama_index.core.schema import TextNode
 
 import arela_index
 from arela_index.errors import ArelaError
-from arela_index.static_embedding import (
+from arela_index.llm.static_embedding import (
     MODEL_DIR,
     MODEL_NAME,
     StaticEmbedding,
     default_static_embedding,
 )
-from arela_index.text import tokenize
+from arela_index.text.tokens import tokenize
 
 PROBE = "how is the terminal width decided?"
 
@@ -47,7 +47,7 @@ def guarded_getaddrinfo(host, *args, **kwargs):
 socket.socket.connect = guarded_connect
 socket.getaddrinfo = guarded_getaddrinfo
 
-from arela_index.static_embedding import MODEL_DIR, StaticEmbedding
+from arela_index.llm.static_embedding import MODEL_DIR, StaticEmbedding
 embed = StaticEmbedding()
 vector = embed.get_query_embedding(sys.argv[1])
 during_load = list(attempts)

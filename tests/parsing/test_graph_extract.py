@@ -6,15 +6,26 @@ import json
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
-from graph_repos import GO, JAVA, JAVASCRIPT, PYTHON, RUST, TYPESCRIPT, C, build_graph, line_of
+from support.gitrepo import GitRepo
+from support.graph_repos import (
+    GO,
+    JAVA,
+    JAVASCRIPT,
+    PYTHON,
+    RUST,
+    TYPESCRIPT,
+    C,
+    build_graph,
+    line_of,
+)
 
-from arela_index.changes import Changes
 from arela_index.errors import IndexProblem
-from arela_index.graph_store import GraphStore
-from arela_index.parsing import extract_symbols, module_name
+from arela_index.indexing.changes import Changes
+from arela_index.indexing.scanner import scan_repository
+from arela_index.parsing.dispatch import extract_symbols
+from arela_index.parsing.modules import module_name
 from arela_index.retrievers.graph import CodeGraphRetriever
-from arela_index.scanner import scan_repository
+from arela_index.stores.graph import GraphStore
 
 
 def edges(store: GraphStore, relation: str) -> set[tuple[str, str, int]]:

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama
 from llama_index.core.callbacks import CallbackManager
-from routing_repos import build_taskq
-from test_faults import TIMEOUTS, healthy_chat
+from support.fake_ollama import TIMEOUTS, FakeOllama, healthy_chat
+from support.routing_repos import build_taskq
 
 from arela_index.index import ArelaIndex
 

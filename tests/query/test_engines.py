@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_repos import (
+from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
+from llama_index.core.chat_engine import CondensePlusContextChatEngine
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import QueryBundle
+from support.engine_repos import (
     EVIL_NOTE,
     INJECTION,
     NEUTRAL_NOTE,
@@ -21,15 +26,13 @@ from engine_repos import (
     passages,
     prompt_of,
 )
-from fake_ollama import FakeOllama
-from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
-from llama_index.core.chat_engine import CondensePlusContextChatEngine
-from llama_index.core.llms import MockLLM
-from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import QueryBundle
+from support.fake_ollama import FakeOllama
 
-from arela_index.answers import citation
-from arela_index.engines import (
+from arela_index.errors import ArelaError
+from arela_index.index import ArelaIndex
+from arela_index.llm.ollama import DATA_RULE, forget_probes, make_llm
+from arela_index.query.answers import citation
+from arela_index.query.engines import (
     ArelaQueryEngine,
     ArelaRetriever,
     CitedSynthesizer,
@@ -37,11 +40,8 @@ from arela_index.engines import (
     checked_question,
     searched,
 )
-from arela_index.errors import ArelaError
-from arela_index.index import ArelaIndex
-from arela_index.ollama import DATA_RULE, forget_probes, make_llm
+from arela_index.query.trace import Trace
 from arela_index.retrievers.router import build_router
-from arela_index.trace import Trace
 
 
 @pytest.fixture(scope="module")

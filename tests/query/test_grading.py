@@ -7,21 +7,21 @@ import json
 from typing import Any
 
 import pytest
-from engine_repos import Indexed, ScriptedModel, indexed, passages
-from fake_ollama import FakeOllama
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from routing_repos import memories_for
+from support.engine_repos import Indexed, ScriptedModel, indexed, passages
+from support.fake_ollama import FakeOllama
+from support.routing_repos import memories_for
 
 from arela_index.config import ArelaConfig
-from arela_index.entities import Vocabulary
-from arela_index.grading import RelevanceGrader
 from arela_index.index import ArelaIndex
-from arela_index.node_text import NodeText
-from arela_index.ollama import make_llm
-from arela_index.rewrite import closest_names, offline_rewrite
-from arela_index.term_weights import TermWeights
-from arela_index.text import tokenize
-from arela_index.trace import TRACE_KEY, Trace
+from arela_index.llm.ollama import make_llm
+from arela_index.query.grading import RelevanceGrader
+from arela_index.query.node_text import NodeText
+from arela_index.query.rewrite import closest_names, offline_rewrite
+from arela_index.query.term_weights import TermWeights
+from arela_index.query.trace import TRACE_KEY, Trace
+from arela_index.text.entities import Vocabulary
+from arela_index.text.tokens import tokenize
 
 
 @pytest.fixture(scope="module")

@@ -24,15 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
-from harness import PACKAGE_ROOT, assert_one_clear_line, run_cli
-from routing_repos import TASKQ_HISTORY, build, build_taskq
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
+from support.harness import PACKAGE_ROOT, assert_one_clear_line, run_cli
+from support.routing_repos import TASKQ_HISTORY, build, build_taskq
 
-from arela_index.answers import response_json
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
-from arela_index.ollama import forget_probes
+from arela_index.llm.ollama import forget_probes
+from arela_index.query.answers import response_json
 
 EVERY_PLANE = "".join(
     chr(plane * 0x10000 + offset) for plane in range(17) for offset in (0x41, 0x100)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
 from llama_index.core.schema import MetadataMode, NodeWithScore
+from support.gitrepo import GitRepo
 
-from arela_index.audit_store import AuditStore
-from arela_index.entities import Vocabulary
+from arela_index.indexing.scanner import scan_repository
 from arela_index.retrievers.audit import AuditLogRetriever
-from arela_index.scanner import scan_repository
+from arela_index.stores.audit import AuditStore
+from arela_index.text.entities import Vocabulary
 
 CONFIG = """from pathlib import Path
 

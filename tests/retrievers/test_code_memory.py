@@ -11,18 +11,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gitrepo import GitRepo
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from support.gitrepo import GitRepo
 
-import arela_index.build as build_module
-from arela_index.code_store import CodeStore, EmbeddingInfo
+import arela_index.indexing.build as build_module
 from arela_index.errors import IndexProblem
 from arela_index.index import ArelaIndex
+from arela_index.indexing.persist import current_build
+from arela_index.llm.static_embedding import MODEL_NAME, default_static_embedding
 from arela_index.nodes import METADATA_KEYS
-from arela_index.persist import current_build
 from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.static_embedding import MODEL_NAME, default_static_embedding
+from arela_index.stores.code import CodeStore, EmbeddingInfo
 
 PY_CONFIG = '''"""Settings of the service, read once at start."""
 

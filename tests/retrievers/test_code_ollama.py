@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
 
-from arela_index.cli import main
+from arela_index.cli.main import main
 from arela_index.errors import IndexProblem, OllamaUnavailable
 from arela_index.index import ArelaIndex
-from arela_index.ollama import forget_probes
-from arela_index.static_embedding import MODEL_NAME
+from arela_index.llm.ollama import forget_probes
+from arela_index.llm.static_embedding import MODEL_NAME
 
 ACCOUNTS = '''import hashlib
 import os
@@ -81,7 +81,7 @@ QUESTIONS = [
     ("retry the operation with backoff after a failure", "network.RetryWithBackoff"),
 ]
 EMBED_MODEL = "nomic-embed-text"
-# nomic-embed-text is asked with its task prefixes (arela_index.ollama.make_embedding).
+# nomic-embed-text is asked with its task prefixes (arela_index.llm.ollama.make_embedding).
 DOC, QUERY = "search_document: ", "search_query: "
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
-from graph_repos import GO, JAVA, JAVASCRIPT, PYTHON, RUST, TYPESCRIPT, build_graph, line_of
 from llama_index.core.schema import MetadataMode, NodeWithScore
+from support.gitrepo import GitRepo
+from support.graph_repos import GO, JAVA, JAVASCRIPT, PYTHON, RUST, TYPESCRIPT, build_graph, line_of
 
-from arela_index.graph_store import GraphStore
 from arela_index.retrievers.graph import CodeGraphRetriever
+from arela_index.stores.graph import GraphStore
 
 
 @pytest.fixture(scope="module")

@@ -10,30 +10,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine, RouterQueryEngine
 from llama_index.core.retrievers import BaseRetriever, RouterRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.tools import QueryEngineTool, RetrieverTool, ToolMetadata
-from routing_repos import KeywordRetriever, build_taskq, memories_for, vocabulary_for
+from support.fake_ollama import FakeOllama
+from support.routing_repos import KeywordRetriever, build_taskq, memories_for, vocabulary_for
 
-from arela_index.build import parse_and_chunk
-from arela_index.code_store import CodeStore
 from arela_index.config import ArelaConfig
-from arela_index.entities import Vocabulary
 from arela_index.errors import ArelaError
-from arela_index.graph_store import GraphStore
+from arela_index.indexing.build import parse_and_chunk
+from arela_index.indexing.scanner import scan_repository
+from arela_index.llm.ollama import make_llm
 from arela_index.nodes import fresh, make_node
-from arela_index.ollama import make_llm
+from arela_index.query.trace import TRACE_KEY, Trace
 from arela_index.retrievers.code import CodeMemoryRetriever
 from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.retrievers.router import DESCRIPTIONS, ArelaRouterRetriever, build_router
-from arela_index.scanner import scan_repository
 from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
-from arela_index.trace import TRACE_KEY, Trace
+from arela_index.stores.code import CodeStore
+from arela_index.stores.graph import GraphStore
+from arela_index.text.entities import Vocabulary
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_ollama import FakeOllama
-from gitrepo import GitRepo
+from support.fake_ollama import FakeOllama
+from support.gitrepo import GitRepo
 
 from arela_index.errors import IndexProblem
 from arela_index.index import ArelaIndex
-from arela_index.ollama import forget_probes
+from arela_index.llm.ollama import forget_probes
+from arela_index.llm.static_embedding import MODEL_NAME, StaticEmbedding, default_static_embedding
 from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.static_embedding import MODEL_NAME, StaticEmbedding, default_static_embedding
 
 SCREEN = '''import os
 
@@ -85,7 +85,7 @@ SYNONYMS = [
     ),
 ]
 EMBED_MODEL = "nomic-embed-text"
-DOC, QUERY = "search_document: ", "search_query: "  # nomic's task prefixes (arela_index.ollama)
+DOC, QUERY = "search_document: ", "search_query: "  # nomic's task prefixes (arela_index.llm.ollama)
 STATIC = {"provider": "static", "name": MODEL_NAME, "dim": 128}
 OLLAMA = {"provider": "ollama", "name": EMBED_MODEL, "dim": 128}
 

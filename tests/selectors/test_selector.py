@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 import yaml
-from fake_ollama import FakeOllama
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.tools import ToolMetadata
-from routing_repos import BUILDERS, vocabulary_for
+from support.fake_ollama import FakeOllama
+from support.routing_repos import BUILDERS, vocabulary_for
 
 from arela_index.config import ArelaConfig
-from arela_index.entities import Vocabulary
 from arela_index.errors import ArelaError
-from arela_index.ollama import make_embedding, make_llm
+from arela_index.llm.ollama import make_embedding, make_llm
 from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
+from arela_index.text.entities import Vocabulary
 
-QUESTIONS = yaml.safe_load((Path(__file__).parent / "routing_questions.yaml").read_text())[
+QUESTIONS = yaml.safe_load((Path(__file__).parents[1] / "support" / "routing_questions.yaml").read_text())[
     "questions"
 ]
 MEMORY_TOOLS = ["code", "graph", "audit"]
@@ -278,7 +278,7 @@ def test_embeddings_join_the_prototype_stage(vocabularies: dict[str, Vocabulary]
     assert right / len(sample) >= 0.95
     # The labeled examples are embedded once; each question that reaches stage 2 once.
     assert sum("who calls `resolve_envvar`?" in body for body in embedded) == 1
-    # nomic-embed-text questions carry their task prefix (arela_index.ollama.make_embedding).
+    # nomic-embed-text questions carry their task prefix (arela_index.llm.ollama.make_embedding).
     assert sum(json.dumps("search_query: the vague retry thing") in body for body in embedded) == 1
 
 

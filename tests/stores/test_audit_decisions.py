@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index.decisions import decisions_in, is_adr, is_changelog, read_decisions
-from arela_index.scanner import scan_repository
+from arela_index.indexing.scanner import scan_repository
+from arela_index.stores.decisions import decisions_in, is_adr, is_changelog, read_decisions
 
 NYGARD = """# 1. Record architecture decisions
 

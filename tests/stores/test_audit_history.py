@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index import history
-from arela_index.history import Commit, read_log, read_tags, repo_facts
+from arela_index.stores import history
+from arela_index.stores.history import Commit, read_log, read_tags, repo_facts
 
 CONFIG_V1 = """import os
 

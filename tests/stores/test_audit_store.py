@@ -7,13 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index import history
-from arela_index.audit_store import DB_FILE, AuditStore, CommitFilter, search_terms
-from arela_index.changes import Changes
 from arela_index.errors import IndexProblem
-from arela_index.scanner import scan_repository
+from arela_index.indexing.changes import Changes
+from arela_index.indexing.scanner import scan_repository
+from arela_index.stores import history
+from arela_index.stores.audit import DB_FILE, AuditStore, CommitFilter, search_terms
 
 ADR = "# Use SQLite\n\nDate: 2024-01-03\n\n## Status\n\nAccepted\n"
 

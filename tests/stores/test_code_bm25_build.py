@@ -11,14 +11,14 @@ import bm25s
 import numpy as np
 import pytest
 import Stemmer
-from gitrepo import GitRepo
 from llama_index.core.schema import TextNode
 from llama_index.retrievers.bm25 import BM25Retriever
+from support.gitrepo import GitRepo
 
-from arela_index.code_store import sparse_text, sparse_tokens
 from arela_index.index import ArelaIndex
-from arela_index.persist import current_build
-from arela_index.text import expand_identifiers
+from arela_index.indexing.persist import current_build
+from arela_index.stores.code import sparse_text, sparse_tokens
+from arela_index.text.tokens import expand_identifiers
 
 WORDS = [
     "parse",

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gitrepo import GitRepo
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.vector_stores import SimpleVectorStore
+from support.gitrepo import GitRepo
 
 from arela_index.index import ArelaIndex
+from arela_index.llm.static_embedding import default_static_embedding
 from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.static_embedding import default_static_embedding
-from arela_index.text import expand_identifiers
+from arela_index.text.tokens import expand_identifiers
 
 RETRY = '''"""Retrying failed jobs."""
 

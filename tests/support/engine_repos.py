@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitrepo import GitRepo
-from routing_repos import SHOP_HISTORY, TASKQ_HISTORY, build
+from support.gitrepo import GitRepo
+from support.routing_repos import SHOP_HISTORY, TASKQ_HISTORY, build
 
 from arela_index.index import ArelaIndex
 
@@ -112,7 +112,7 @@ class ScriptedModel:
     seen: dict[str, list[str]] = field(default_factory=dict)
 
     def __call__(self, request: dict[str, Any]) -> str:
-        from fake_ollama import example_for_schema
+        from support.fake_ollama import example_for_schema
 
         prompt = prompt_of(request)
         schema = request.get("format")

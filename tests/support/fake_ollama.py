@@ -455,3 +455,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
+
+
+# -- Scripted models and settings several test modules share ------------------------------
+
+# Short timeouts (config keywords, as a user would set ARELA_*_TIMEOUT) against a server that
+# hangs for far longer: a query that waited for the server could not finish inside its budget.
+TIMEOUTS: dict[str, Any] = {
+    "probe_timeout": 1.0,
+    "embed_timeout": 0.5,
+    "router_timeout": 0.5,
+    "answer_timeout": 1.0,
+}
+
+
+def passage_numbers(prompt: str) -> list[int]:
+    return [int(n) for n in re.findall(r"<<<DATA \w+ (\d+)", prompt)]
+
+
+def healthy_chat(request: dict[str, Any]) -> str | dict[str, Any]:
+    """A model that answers every stage well: routes to history, finds every passage relevant,
+    rewrites to names, and writes an answer with a citation."""
+    fmt = request.get("format")
+    prompt = str(request["messages"][-1]["content"])
+    props = fmt.get("properties", {}) if isinstance(fmt, dict) else {}
+    if "intents" in props:
+        allowed = props["memories"]["items"]["enum"]
+        return {"intents": ["temporal"], "memories": allowed[-1:], "reason": "cron is history"}
+    if "verdicts" in props:
+        return {"verdicts": [{"passage": n, "relevant": True} for n in passage_numbers(prompt)]}
+    if "query" in props:
+        return {"query": "parse_cron Scheduler"}
+    return "Cron expressions are split by parse_cron [src/taskq/scheduler.py:5-10]."

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index.graph_store import GraphStore
-from arela_index.scanner import scan_repository
+from arela_index.indexing.scanner import scan_repository
+from arela_index.stores.graph import GraphStore
 
 PYTHON = {
     "src/shop/__init__.py": '''"""Shop package."""

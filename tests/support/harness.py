@@ -15,11 +15,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitrepo import GitRepo
+from support.gitrepo import GitRepo
 
-from arela_index.cli import main
+from arela_index.cli.main import main
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gitrepo import GitRepo
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from support.gitrepo import GitRepo
 
 from arela_index.config import ArelaConfig
-from arela_index.entities import Vocabulary
+from arela_index.indexing.scanner import scan_repository
 from arela_index.nodes import fresh, make_node
-from arela_index.parsing import extract_symbols
-from arela_index.scanner import scan_repository
-from arela_index.text import tokenize
+from arela_index.parsing.dispatch import extract_symbols
+from arela_index.text.entities import Vocabulary
+from arela_index.text.tokens import tokenize
 
 TASKQ_V1 = {
     "README.md": "# taskq\n\nA small job queue: schedule jobs, run them on workers, store them.\n",

@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from arela_index.timephrases import find_date, resolve_time
+from arela_index.text.timephrases import find_date, resolve_time
 
 # A Thursday afternoon in UTC+2: "today" there began at 22:00 UTC the day before.
 REF = datetime(2024, 3, 14, 16, 0, tzinfo=timezone(timedelta(hours=2)))
