@@ -129,9 +129,8 @@ class ArelaIndex:
         """How informative each word is here (idf over the code memory): the grader's evidence."""
         from arela_index.query.term_weights import TermWeights
 
-        return (
-            TermWeights.uniform() if self.code.is_empty() else TermWeights.from_bm25(self.code.bm25)
-        )
+        sparse = self.code.sparse
+        return TermWeights.uniform() if sparse is None else TermWeights.from_index(sparse)
 
     def available_memories(self) -> list[str]:
         """Memories with something in them: the router never routes to an empty one."""

@@ -14,10 +14,11 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from arela_index.indexing.languages import detect_language
 from arela_index.nodes import make_node, node_id
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord, search_terms
+from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord
 from arela_index.stores.decisions import Decision
 from arela_index.text.entities import Vocabulary, extract_mentions
 from arela_index.text.timephrases import TimeWindow, resolve_time
+from arela_index.text.tokens import search_terms
 
 log = logging.getLogger("arela_index")
 

@@ -116,7 +116,7 @@ _Row = tuple[Any, ...]  # (node id, text, *_ROW_KEYS)
 
 @dataclass
 class _Parsed:
-    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`sparse_tokens`)."""
+    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`chunk_terms`)."""
 
     symbols: FileSymbols | None
     rows: list[_Row]
@@ -124,11 +124,11 @@ class _Parsed:
 
 
 def _parse_file(file: SourceFile) -> _Parsed:
-    from arela_index.stores.code import sparse_tokens
+    from arela_index.stores.code_search import chunk_terms
 
     symbols, chunks = parse_and_chunk(file)
     rows = [(c.node_id, c.text, *(c.metadata[k] for k in _ROW_KEYS)) for c in chunks]
-    return _Parsed(symbols, rows, [sparse_tokens(c) for c in chunks])
+    return _Parsed(symbols, rows, [chunk_terms(c) for c in chunks])
 
 
 def _node(row: _Row) -> TextNode:

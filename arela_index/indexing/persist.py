@@ -31,7 +31,8 @@ from typing import Any
 from arela_index import __version__
 from arela_index.errors import ArelaError, IndexProblem, corrupt
 
-FORMAT_VERSION = 1
+# 2: the code memory's BM25 is two bm25s indexes (chunks, files) saved by bm25s itself.
+FORMAT_VERSION = 2
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"

@@ -624,6 +624,8 @@ def _garbage(path: Path) -> None:
         ("code/bm25/vocab.index.json", _truncate, "bm25"),
         ("code/bm25/data.csc.index.npy", _garbage, "bm25"),
         ("code/bm25/params.index.json", Path.unlink, "bm25"),
+        ("code/bm25_files/corpus.jsonl", _drop_last_line, "bm25_files"),
+        ("code/bm25_files/indptr.csc.index.npy", _garbage, "bm25_files"),
         ("graph/graph.json", _truncate, "graph.json"),
         ("audit/audit.sqlite", _garbage, "audit.sqlite"),
     ],

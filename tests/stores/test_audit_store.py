@@ -13,7 +13,8 @@ from arela_index.errors import IndexProblem
 from arela_index.indexing.changes import Changes
 from arela_index.indexing.scanner import scan_repository
 from arela_index.stores import history
-from arela_index.stores.audit import DB_FILE, AuditStore, CommitFilter, search_terms
+from arela_index.stores.audit import DB_FILE, AuditStore, CommitFilter
+from arela_index.text.tokens import search_terms
 
 ADR = "# Use SQLite\n\nDate: 2024-01-03\n\n## Status\n\nAccepted\n"
 
