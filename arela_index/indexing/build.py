@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from llama_index.core.schema import TextNode
 
@@ -23,7 +23,10 @@ from arela_index.indexing.persist import Manifest, build_lock, current_build, ne
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
 from arela_index.parsing.symbols import FileSymbols
-from arela_index.stores.code import CodeStore
+from arela_index.stores.code import CodeStore, EmbeddingInfo
+
+if TYPE_CHECKING:
+    from arela_index.stores.graph import GraphStore
 
 
 @dataclass
@@ -175,11 +178,26 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _Previous(NamedTuple):
+    """The build a refresh starts from (its audit memory is read by the history process)."""
+
+    folder: Path
+    manifest: Manifest
+    code: CodeStore
+    graph: GraphStore
+
+
+class _Built(NamedTuple):
+    """A new build's memories: its code store and each memory's stats."""
+
+    code: CodeStore
+    chunks: int
+    memories: dict[str, dict[str, Any]]
+
+
 def _build_index(
     path: str | Path, config: ArelaConfig, runtime: Runtime, refresh: bool
 ) -> BuildSummary:
-    from arela_index.stores.graph import GraphStore
-
     started = time.perf_counter()
     timings: dict[str, float] = {}
     root = resolve_root(path)
@@ -187,97 +205,111 @@ def _build_index(
     with _timer(timings, "scan"):
         scan = scan_repository(root, config, persist_dir)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
-    notes: list[str] = []
     with build_lock(persist_dir):
-        previous_folder = current_build(persist_dir) if refresh else None
-        previous = _load_previous(previous_folder) if previous_folder else None
+        previous = _load_previous(persist_dir) if refresh else None
         hashes = {f.path: f.sha256 for f in scan.files}
-        changes = Changes.between(previous[0].files, hashes) if previous else None
-        todo = [f for f in scan.files if changes is None or f.path in changes.changed]
-        embed_model, embedding = embedder_for_build(config, runtime)
-        if (
-            previous
-            and previous[1].embedding
-            and embedding
-            and previous[1].embedding.label != embedding.label
-        ):
-            old = previous[1].embedding.label
-            notes.append(f"embedding changed from {old} to {embedding.label}: all re-embedded")
-
-        with new_build(persist_dir) as folder, _parse_pool(len(todo)) as pool:
-            # History is read by git and a process of its own while the files are parsed: no
-            # interpreter lock shared with the parsing, and a lower CPU priority, so the code
-            # memory's few seconds of parsing are not stretched by git diffing a long history
-            # on the same cores (the history gets the cores back as soon as parsing is done).
-            with _side_process() as side:
-                audit_job = side.submit(
-                    _build_audit, scan, folder / "audit", previous_folder, changes
-                )
-                with _timer(timings, "parse"):
-                    parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
-                if previous and changes is not None:
-                    kept = previous[1].chunks_of(set(hashes) - changes.changed)
-                    chunks = kept + chunks
-                    unknown: list[list[str] | None] = [None] * len(kept)
-                    tokens = unknown + tokens
-                chunks, tokens = _in_reading_order(chunks, tokens)
-                with _timer(timings, "code"):
-                    embed_progress = _Progress(
-                        len(chunks) if embed_model is not None else 0,
-                        config.show_progress,
-                        "embedding",
-                        "chunk",
-                    )
-                    code = CodeStore.build(
-                        chunks,
-                        folder / "code",
-                        embed_model,
-                        embedding,
-                        previous=previous[1] if previous else None,
-                        progress=embed_progress,
-                        tokens=tokens,
-                    )
-                    embed_progress.close()
-                with _timer(timings, "graph"):
-                    graph = GraphStore.build(
-                        scan,
-                        folder / "graph",
-                        previous=previous[2] if previous else None,
-                        changes=changes,
-                        parsed=parsed,
-                    )
-                audit, timings["audit"] = audit_job.result()
-            memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit}
-            seconds = time.perf_counter() - started
+        changes = Changes.between(previous.manifest.files, hashes) if previous else None
+        embedder = embedder_for_build(config, runtime)
+        with new_build(persist_dir) as folder:
+            built = _build_memories(scan, folder, previous, changes, embedder, config, timings)
             Manifest(
                 repo_root=str(scan.root),
                 head=scan.head,
-                embedding=None if code.embedding is None else code.embedding.__dict__,
+                embedding=None if built.code.embedding is None else built.code.embedding.__dict__,
                 files=hashes,
-                build_seconds=round(seconds, 3),
-                memories=memories,
+                build_seconds=round(time.perf_counter() - started, 3),
+                memories=built.memories,
                 skipped=dict(scan.skip_reasons()),
                 languages=dict(scan.by_language()),
             ).save(folder)
-    if not scan.files:
-        notes.append("no files to index: the repository is empty or everything in it was skipped")
+    embedding = built.code.embedding
     return BuildSummary(
         repo=str(scan.root),
         persist_dir=str(persist_dir),
-        mode=runtime.mode
-        + (f", embedding {code.embedding.label}" if code.embedding else ", sparse only"),
+        mode=runtime.mode + (f", embedding {embedding.label}" if embedding else ", sparse only"),
         refreshed=previous is not None,
         files=len(scan.files),
         languages=dict(scan.by_language()),
-        chunks=len(chunks),
+        chunks=built.chunks,
         skipped=dict(scan.skip_reasons()),
         seconds=time.perf_counter() - started,
-        memories=memories,
+        memories=built.memories,
         changed=len(changes.changed) if changes else 0,
         deleted=len(changes.deleted) if changes else 0,
-        notes=notes,
+        notes=_notes(scan, previous, embedder[1]),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
+
+
+def _build_memories(
+    scan: ScanResult,
+    folder: Path,
+    previous: _Previous | None,
+    changes: Changes | None,
+    embedder: tuple[Any, EmbeddingInfo | None],
+    config: ArelaConfig,
+    timings: dict[str, float],
+) -> _Built:
+    """The three memories into `folder`: only the changed files' chunks are parsed again."""
+    from arela_index.stores.graph import GraphStore
+
+    todo = [f for f in scan.files if changes is None or f.path in changes.changed]
+    embed_model, embedding = embedder
+    with _parse_pool(len(todo)) as pool, _side_process() as side:
+        # History is read by git and a process of its own while the files are parsed: no
+        # interpreter lock shared with the parsing, and a lower CPU priority, so the code
+        # memory's few seconds of parsing are not stretched by git diffing a long history
+        # on the same cores (the history gets the cores back as soon as parsing is done).
+        before = previous.folder if previous else None
+        audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
+        with _timer(timings, "parse"):
+            parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
+        if previous and changes is not None:
+            kept = previous.code.chunks_of({f.path for f in scan.files} - changes.changed)
+            unknown: list[list[str] | None] = [None] * len(kept)
+            chunks, tokens = kept + chunks, unknown + tokens
+        chunks, tokens = _in_reading_order(chunks, tokens)
+        with _timer(timings, "code"):
+            progress = _Progress(
+                len(chunks) if embed_model is not None else 0,
+                config.show_progress,
+                "embedding",
+                "chunk",
+            )
+            code = CodeStore.build(
+                chunks,
+                folder / "code",
+                embed_model,
+                embedding,
+                previous=previous.code if previous else None,
+                progress=progress,
+                tokens=tokens,
+            )
+            progress.close()
+        with _timer(timings, "graph"):
+            graph = GraphStore.build(
+                scan,
+                folder / "graph",
+                previous=previous.graph if previous else None,
+                changes=changes,
+                parsed=parsed,
+            )
+        audit, timings["audit"] = audit_job.result()
+    memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit}
+    return _Built(code, len(chunks), memories)
+
+
+def _notes(
+    scan: ScanResult, previous: _Previous | None, embedding: EmbeddingInfo | None
+) -> list[str]:
+    """What the summary says besides the figures."""
+    notes = []
+    old = previous.code.embedding if previous else None
+    if old and embedding and old.label != embedding.label:
+        notes.append(f"embedding changed from {old.label} to {embedding.label}: all re-embedded")
+    if not scan.files:
+        notes.append("no files to index: the repository is empty or everything in it was skipped")
+    return notes
 
 
 _PARALLEL_FROM = 64  # files; below this a process pool costs more than it saves
@@ -401,13 +433,16 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
         timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
 
 
-def _load_previous(folder: Path) -> tuple[Manifest, CodeStore, Any, Any]:
-    from arela_index.stores.audit import AuditStore
+def _load_previous(persist_dir: Path) -> _Previous | None:
+    """The current build, to refresh from; None when there is none."""
     from arela_index.stores.graph import GraphStore
 
-    return (
+    folder = current_build(persist_dir)
+    if folder is None:
+        return None
+    return _Previous(
+        folder,
         Manifest.read(folder),
         CodeStore.load(folder / "code"),
         GraphStore.load(folder / "graph"),
-        AuditStore.load(folder / "audit"),
     )

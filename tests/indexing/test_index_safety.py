@@ -32,7 +32,7 @@ from support.harness import (
 from support.routing_repos import build_taskq
 
 from arela_index.index import ArelaIndex
-from arela_index.indexing.persist import current_build
+from arela_index.indexing.persist import FORMAT_VERSION, current_build
 from arela_index.indexing.scanner import scan_repository
 
 QUESTIONS = (
@@ -125,9 +125,15 @@ INDEX_FILES = (
     "code/bm25/indices.csc.index.npy",
     "code/bm25/indptr.csc.index.npy",
     "code/bm25/params.index.json",
-    "code/bm25/retriever.json",
     "code/bm25/corpus.jsonl",
     "code/bm25/corpus.mmindex.json",
+    "code/bm25_files/vocab.index.json",
+    "code/bm25_files/data.csc.index.npy",
+    "code/bm25_files/indices.csc.index.npy",
+    "code/bm25_files/indptr.csc.index.npy",
+    "code/bm25_files/params.index.json",
+    "code/bm25_files/corpus.jsonl",
+    "code/bm25_files/corpus.mmindex.json",
     "graph/graph.json",
     "graph/symbols.json",
     "audit/audit.sqlite",
@@ -206,7 +212,7 @@ def test_damage_seen_by_a_real_process_is_one_line_and_the_advised_command_mends
     assert_whole(persist, taskq.root)
 
 
-@pytest.mark.parametrize("version", [0, 2])
+@pytest.mark.parametrize("version", [FORMAT_VERSION - 1, FORMAT_VERSION + 1])  # older, newer
 def test_an_index_of_another_format_version_says_how_to_rebuild(
     built: Path, taskq: GitRepo, tmp_path: Path, version: int
 ) -> None:
