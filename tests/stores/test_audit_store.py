@@ -250,9 +250,13 @@ def test_user_text_never_reaches_fts_syntax(repo: GitRepo, tmp_path: Path, hosti
     store = build(repo.root, tmp_path / "audit")
     found = store.match_commits(search_terms(hostile), CommitFilter(), 10)
     assert all(score > 0 for _, score in found)
-    assert store.match_decisions(search_terms(hostile), None, None, [], 10) is not None
-    if "main" in hostile:
-        assert found, "the word itself is still searched for"
+    # Its words are searched for as words: "main" finds the two commits that changed main(),
+    # and syntax matches nothing (neither an error nor every commit).
+    subjects = {c.subject for c in store.commits(i for i, _ in found).values()}
+    assert subjects == ({"Start the app", "Exit with 1"} if "main" in hostile else set())
+    assert store.match_decisions(search_terms(hostile), None, None, [], 10) == []
+    [(_, score, _)] = store.match_decisions(search_terms(f"{hostile} sqlite"), None, None, [], 10)
+    assert score > 0, "the decision record's word is found next to the hostile text"
 
 
 def test_searched_words_split_identifiers(repo: GitRepo, tmp_path: Path) -> None:
