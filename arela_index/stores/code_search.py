@@ -1,7 +1,8 @@
 """The code memory's sparse side: BM25 over its chunks and over whole files, fused into one ranking.
 
 Both are bm25s indexes, used through bm25s's public API (`index`, `get_scores`, `save`, `load`)
-over the chunks' `index_terms` (the one text analysis), with one vocabulary. The file index's
+over the chunks' `index_terms` (the one text analysis), with one vocabulary: a chunk scores what
+bm25s scores it. The file index's
 documents are files: a term's frequency in a file is the number of the file's chunks that hold
 it. Its ranking reaches the question's file when the words are spread over the file's functions
 (a long issue report, a traceback), where no single chunk matches well. A chunk's sparse score
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,7 @@ class SparseIndex:
     files: Any  # bm25s.BM25, one document per file of `paths`
     paths: list[str]
     documents: int  # chunks
+    _frequencies: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, chunks: Sequence[TextNode], terms: Sequence[list[str] | None]) -> SparseIndex:
@@ -144,7 +146,7 @@ class SparseIndex:
         """Read both back; damaged, or out of step with `chunks`, is an `IndexProblem`."""
         paths = sorted(set(_paths(chunks)))
         chunk_index = _load(directory / _CHUNK_INDEX, "id", [c.node_id for c in chunks])
-        file_index = _load(directory / _FILE_INDEX, "path", paths)
+        file_index = _load(directory / _FILE_INDEX, "path", paths, vocabulary=False)
         return cls(chunk_index, file_index, paths, len(chunks))
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
@@ -153,8 +155,11 @@ class SparseIndex:
 
     def document_frequency(self, term: str) -> int | None:
         """The number of chunks holding `term` (a stem), None when no chunk does."""
-        found = self.term_ids([term]) if term else []  # "": bm25s's own empty token
-        return int(np.count_nonzero(self.chunks.get_scores(found))) if found else None
+        if term not in self._frequencies:  # a repository's questions repeat their words
+            found = self.term_ids([term]) if term else []  # "": bm25s's own empty token
+            count = int(np.count_nonzero(self.chunks.get_scores(found))) if found else None
+            self._frequencies[term] = count
+        return self._frequencies[term]
 
     def chunk_scores(self, term_ids: Sequence[int]) -> np.ndarray:
         """Every chunk's BM25 score for the terms (a repeated term counts again)."""
@@ -170,24 +175,21 @@ def _paths(chunks: Sequence[TextNode]) -> list[str]:
 
 
 def _summed(index: Any, term_ids: Sequence[int], size: int) -> np.ndarray:
-    """The index's scores for each distinct term, summed in double precision in id order (as
-    bm25s adds them, though in its own precision)."""
-    times: dict[int, int] = {}
-    for term in term_ids:  # a question has a handful: a dict beats np.unique
-        times[term] = times.get(term, 0) + 1
-    total = np.zeros(size)
-    for term, count in sorted(times.items()):
-        scores = np.asarray(index.get_scores([term]), dtype=np.float64)
-        total += scores * count if count > 1 else scores
-    return total
+    """The index's scores for the terms (a repeated term counts again), in id order: the same
+    sum whatever the order of the question's words."""
+    if not term_ids:
+        return np.zeros(size)
+    return np.asarray(index.get_scores(sorted(term_ids)), dtype=np.float64)
 
 
-def _load(folder: Path, key: str, names: list[str]) -> Any:
+def _load(folder: Path, key: str, names: list[str], vocabulary: bool = True) -> Any:
     import bm25s
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
-        index = bm25s.BM25.load(str(folder), load_corpus=True, show_progress=False)
+        index = bm25s.BM25.load(
+            str(folder), load_corpus=True, load_vocab=vocabulary, show_progress=False
+        )
         found = [row.get(key) for row in index.corpus or ()]
         size = len(index.get_scores_from_ids([]))  # its documents: the empty question's scores
     except Exception as exc:  # bm25s raises many kinds on a damaged folder
