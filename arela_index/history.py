@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets
 import select
 import subprocess
 import tempfile
@@ -25,10 +26,13 @@ from typing import IO
 from arela_index.languages import detect_language, is_doc
 from arela_index.scanner import git, git_head, redact_secrets
 
+# A record starts with NUL, RS and a token drawn afresh for each read (the {}). A text patch can
+# hold NUL and RS (git diffs a file as text when its first NUL lies past byte 8,000); it cannot
+# hold a token that did not exist when the file was committed.
 _RECORD = b"\x00\x1e"
-# Fields end with NUL, which no commit message or text patch line can contain.
+# Fields end with NUL, which no commit message can contain.
 # Author name and email as .mailmap resolves them: one person, one name.
-_FORMAT = "%x00%x1e%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
+_FORMAT = "%x00%x1e{}%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
 _FIELDS = 8
 _CHUNK = 1 << 20
 # Below this many commits a second git costs more than it saves.
@@ -286,8 +290,10 @@ def read_log(
             ),
             encoding="utf-8",
         )
-        splitters = [_Records() for _ in lists]
-        with _Gits(_log_command(root, attributes, facts.subfolder), lists, folder) as gits:
+        token = secrets.token_hex(8)
+        splitters = [_Records(_RECORD + token.encode()) for _ in lists]
+        command = _log_command(root, attributes, facts.subfolder, token)
+        with _Gits(command, lists, folder) as gits:
             for i, chunk in gits.chunks():
                 stretch, upward = divmod(i, 2) if both else (i, 0)
                 left = unread[stretch]
@@ -381,29 +387,34 @@ def _widen(pipe: int) -> None:
 
 
 class _Records:
-    """Cuts one git's output into commit records as its chunks arrive."""
+    """Cuts one git's output into commit records at `marker` as its chunks arrive."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker: bytes) -> None:
+        self._marker = marker
         self._pending: list[bytes] = []
+        self._tail = b""  # the pending output's last len(marker) - 1 bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        # The separator may straddle two chunks; joining only when a record ends keeps a huge
-        # commit's patch from being copied once per chunk.
-        straddles = bool(self._pending) and self._pending[-1].endswith(_RECORD[:1])
+        # The marker may straddle chunks (a read can return a few bytes); joining only when a
+        # record ends keeps a huge commit's patch from being copied once per chunk.
+        keep = len(self._marker) - 1
+        seam = self._tail + chunk[:keep]
         self._pending.append(chunk)
-        if _RECORD not in chunk and not (straddles and chunk.startswith(_RECORD[1:])):
+        self._tail = (self._tail + chunk[-keep:])[-keep:]
+        if self._marker not in chunk and self._marker not in seam:
             return []
-        records = b"".join(self._pending).split(_RECORD)
+        records = b"".join(self._pending).split(self._marker)
         self._pending = [records.pop()]
+        self._tail = self._pending[0][-keep:]
         return [r for r in records if r]
 
     def finish(self) -> list[bytes]:
         last = b"".join(self._pending)
-        self._pending = []
+        self._pending, self._tail = [], b""
         return [last] if last else []
 
 
-def _log_command(root: Path, attributes: Path, subfolder: bool) -> list[str]:
+def _log_command(root: Path, attributes: Path, subfolder: bool, token: str) -> list[str]:
     # The commits come on stdin, in order: no walk, so a part costs nothing to reach.
     return [
         "git", "-C", str(root),
@@ -412,7 +423,8 @@ def _log_command(root: Path, attributes: Path, subfolder: bool) -> list[str]:
         "-c", "core.quotePath=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false",
         "-c", "diff.interHunkContext=0",  # fused hunks would count context lines as changed
         "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--encoding=UTF-8",
-        "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", f"--format={_FORMAT}",
+        "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers",
+        f"--format={_FORMAT.format(token)}",
         "--no-walk=unsorted", "--stdin", *(["--relative"] if subfolder else []),
         "--", *_limit(subfolder),
     ]  # fmt: skip
