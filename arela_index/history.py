@@ -34,6 +34,8 @@ _RECORD = b"\x00\x1e"
 # Author name and email as .mailmap resolves them: one person, one name.
 _FORMAT = "%x00%x1e{}%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
 _FIELDS = 8
+# A commit id: SHA-1, or SHA-256 in a repository that uses it.
+_HASH = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _CHUNK = 1 << 20
 # Below this many commits a second git costs more than it saves.
 _MIN_STRETCH = 200
@@ -253,6 +255,7 @@ def read_log(
     facts: RepoFacts | None = None,
     workers: int = 2,
     commits: list[str] | None = None,
+    unreadable: list[int] | None = None,
 ) -> Iterator[tuple[int, Commit]]:
     """(position, commit) for the commits `list_commits` names; position 0 is the newest.
 
@@ -263,7 +266,8 @@ def read_log(
     each, one from its newest commit down, one from its oldest up, until they meet: however the
     cost is spread over the history, both are busy to the end. Commits of the two interleave as
     they arrive: sort by position for git's own order. In a subfolder of a work tree only commits
-    that touch it are read, with paths relative to it.
+    that touch it are read, with paths relative to it. A record that cannot be read is skipped
+    and its position appended to `unreadable`: one odd commit must not cost the others.
     """
     facts = facts or repo_facts(root)
     if commits is None:
@@ -305,7 +309,13 @@ def read_log(
                         left[1] = position = high - 1
                     else:
                         position, left[0] = low, low + 1
-                    yield position, _parse(record, facts.boundaries)
+                    try:
+                        commit = _parse(record, facts.boundaries)
+                    except (ValueError, IndexError):
+                        if unreadable is not None:
+                            unreadable.append(position)
+                        continue
+                    yield position, commit
                 if left[0] >= left[1]:
                     gits.stop(i)
                     gits.stop(i ^ 1)  # its partner, if any
@@ -436,7 +446,14 @@ def _limit(subfolder: bool) -> list[str]:
 
 
 def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
+    """A commit from one record; ValueError when its header is not one git wrote."""
     parts = record.split(b"\0", _FIELDS)
+    if len(parts) < _FIELDS:
+        raise ValueError(f"{len(parts)} of {_FIELDS} fields")
+    if not _HASH.fullmatch(parts[0]) or not all(map(_HASH.fullmatch, parts[1].split())):
+        raise ValueError("no commit id where one belongs")
+    if not parts[5].isdigit():
+        raise ValueError("no Unix time where one belongs")
     hash_, parents, author, email, date, ts, subject, body = (
         p.decode("utf-8", "replace") for p in parts[:_FIELDS]
     )
@@ -449,7 +466,7 @@ def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
         author=author,
         email=email,
         date=date,
-        timestamp=int(ts or 0),
+        timestamp=int(ts),
         # A key pasted into a message must not reach the audit memory, prompts or answers.
         subject=redact_secrets(subject),
         body=redact_secrets(body.strip()),

@@ -350,6 +350,44 @@ def test_file_content_holding_the_record_separator_cannot_split_a_commit(
     assert "unreadable" not in capsys.readouterr().out
 
 
+def test_an_unreadable_record_is_skipped_counted_and_reported(
+    git_repo: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    git_repo.commit({"m.py": "def f():\n    pass\n"}, "one")
+    git_repo.commit({"n.py": "def g():\n    pass\n"}, "two")
+    git_repo.commit({"o.py": "def h():\n    pass\n"}, "three")
+    parse = history._parse
+
+    def damaged(record: bytes, boundaries: frozenset[str]) -> Commit:
+        # Commit "two" as git never writes one: raw bytes where its id belongs.
+        return parse(b"{o\xff\x1b[2J\x00" + record if b"\0two\0" in record else record, boundaries)
+
+    monkeypatch.setattr(history, "_parse", damaged)  # the history's forked process inherits it
+    commits = _index_history(git_repo.root, tmp_path / "idx", capsys)
+    assert [c.subject for c in commits] == ["one", "three"]
+    out, err = capsys.readouterr()
+    assert "history: 2 commits, 1 records unreadable and skipped" in out
+    assert "\x1b" not in out + err
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b"",
+        b"\n" + b"a" * 9000,  # patch bytes with no header
+        b"zz" * 20 + b"\0\0A\0a@x\x002024-01-01T00:00:00+00:00\x001704067200\0s\0b\0",
+        b"ab" * 20 + b"\0not-a-parent\0A\0a@x\x002024-01-01T00:00:00+00:00\x001704067200\0s\0b\0",
+        b"ab" * 20 + b"\0\0A\0a@x\x002024-01-01T00:00:00+00:00\0{o\xff\0s\0b\0",
+    ],
+)
+def test_a_record_whose_header_git_did_not_write_is_refused(record: bytes) -> None:
+    with pytest.raises(ValueError):
+        history._parse(record, frozenset())
+
+
 def test_records_are_cut_alike_however_the_output_is_chunked() -> None:
     marker = b"\x00\x1e" + b"0123456789abcdef"
     records = [b"first\x00\x1e", b"\x00\x1e0123", b"x" * 50]
