@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
+from arela_index.errors import printable
 from arela_index.languages import detect_language, is_doc
 from arela_index.scanner import git, git_head, redact_secrets
 
@@ -370,7 +371,10 @@ class _Gits:
                         encoding="utf-8", errors="replace"
                     )
                     lines = detail.strip().splitlines()
-                    raise GitLogFailed(lines[-1] if lines else f"exit status {proc.returncode}")
+                    # git may quote a path or an object's bytes: the build summary shows this.
+                    raise GitLogFailed(
+                        printable(lines[-1]) if lines else f"exit status {proc.returncode}"
+                    )
                 yield i, b""
 
     def stop(self, i: int) -> None:
