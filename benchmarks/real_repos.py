@@ -9,6 +9,8 @@ graph's node-link JSON) and from `git` itself, and checks each answer's sources:
 - who calls F?            F a function or method with callers: a caller's symbol (or its file) is a source
 - where is C defined?     C a class (a function when there is none): its file is among the top 3 sources
 - who last changed P?     P the file C lives in: `git log -1 --format=%H -- P` is among the sources
+- where is D defined?     D a function the source text defines once (a per-language pattern; one the
+                          graph does not know when there is one): its file is among the top 3 sources
 - capital of France?      out of scope: the answer abstains
 
 Then it appends a new function to P, runs `arela index DIR --refresh --offline` and asks where the
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -41,6 +44,21 @@ FUNCTION_KINDS = {"function", "method"}
 CLASS_KINDS = {"class", "struct", "interface", "trait", "enum", "type"}
 NOT_SOURCE_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "benchmarks"}
 NEW_NAME = "arela_probe_refresh_fn"
+# Definitions as they read in the source, per language: the graph should know them all.
+DEFINITIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "python": ((".py",), r"^(?: {4})?(?:async\s+)?def\s+(\w+)"),  # not docstring examples
+    "javascript": (
+        (".js", ".mjs", ".cjs"),
+        r"^\s*(?:[\w$]+\.)+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?function\b|^\s*function\s+(\w+)",
+    ),
+    "typescript": ((".ts", ".tsx"), r"^\s*(?:export\s+)?(?:async\s+)?function\s+(\w+)"),
+    "go": ((".go",), r"^func\s+(?:\([^)]*\)\s*)?(\w+)"),
+    "rust": ((".rs",), r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+(\w+)"),
+    "java": (
+        (".java",),
+        r"^\s+(?:public|protected|private)\s+(?:static\s+)?(?:final\s+)?[\w<>\[\], ?]+\s+(\w+)\s*\(",
+    ),
+}
 TOP = 3  # a definition must be among this many first sources
 
 
@@ -76,6 +94,9 @@ def run(argv: list[str], cwd: Path | None = None, timeout: float = 3600) -> Run:
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # interrupted: take the command's process group down too
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
         finally:
             timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -172,6 +193,32 @@ def pick_targets(graph: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def textual_definition(
+    repo: Path, files: list[str], language: str, graph: dict[str, Any]
+) -> tuple[str, str, bool] | None:
+    """A function defined once in the source text (found by a per-language pattern), preferring
+    one the graph does not know: (name, path, whether the graph knows it)."""
+    if language not in DEFINITIONS:
+        return None
+    suffixes, pattern = DEFINITIONS[language]
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(files):
+        if path.endswith(suffixes) and is_source(path):
+            text = (repo / path).read_text(errors="replace")
+            for match in re.finditer(pattern, text, re.MULTILINE):
+                found[next(g for g in match.groups() if g)].append(path)
+    known = {n.get("name") for n in graph["nodes"] if n.get("kind") != "external"}
+    once = [
+        (name in known, paths[0], name)
+        for name, paths in found.items()
+        if len(paths) == 1 and len(name) >= 5 and not name.startswith("_")
+    ]
+    if not once:
+        return None
+    in_graph, path, name = min(once)
+    return name, path, in_graph
+
+
 def new_function(path: Path) -> str:
     """Source text that adds a function named NEW_NAME to `path`, in its language."""
     text = path.read_text(errors="replace")
@@ -266,6 +313,11 @@ def battery(arela: list[str], repo: Path, targets: dict[str, Any]) -> list[Check
     else:
         for question in ("where is ? defined", "who last changed ?"):
             checks.append(Check(question, "a symbol with a file", error="none in the graph"))
+    if targets["textual"]:
+        name, path, in_graph = targets["textual"]
+        known = "in the graph" if in_graph else "NOT in the graph"
+        q = Check(f"where is {name} defined?", f"{path} in top {TOP} (source text; {known})")
+        checks.append(check(arela, repo, q, lambda a: path in paths(a, TOP)))
     q = Check("what is the capital of France?", "abstain")
     checks.append(check(arela, repo, q, lambda a: a.get("abstained") is True))
     return checks
@@ -296,6 +348,8 @@ def bench(source: Path, arela: list[str], work: Path) -> dict[str, Any]:
         languages=manifest.get("languages"),
     )
     targets = pick_targets(graph)
+    files = list(manifest.get("files", {}))
+    targets["textual"] = textual_definition(repo, files, targets["main_language"], graph)
     row["main_language"] = targets["main_language"]
     checks = battery(arela, repo, targets)
     doctor = run([*arela, "doctor", "--repo", str(repo), "--offline"], timeout=600)
