@@ -429,7 +429,7 @@ def main() -> None:
                 print(f"  {mark} {c['question']}  expected {c['expected']}; got {c['got']}")
             for e in row["errors"] + row.get("doctor", []) + row.get("doctor_after_refresh", []):
                 print(f"  !! {e}")
-            print(f"{row['repo']}: {row.get('right', 0)}/{row.get('asked', 5)} right", flush=True)
+            print(f"{row['repo']}: {row.get('right', 0)}/{row.get('asked', 6)} right", flush=True)
             if args.json:
                 args.json.write_text(json.dumps(rows, indent=1, default=str))
     finally:
