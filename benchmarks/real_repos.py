@@ -401,7 +401,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                     fmt(r.get("chunks")),
                     fmt(r.get("symbols")),
                     commits,
-                    f"{r.get('right', 0)}/{r.get('asked', 5)}",
+                    f"{r.get('right', 0)}/{r.get('asked', 6)}",
                     fmt(r.get("refresh_s"), ".1f"),
                     doctor,
                 )
