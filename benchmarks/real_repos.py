@@ -46,7 +46,7 @@ NOT_SOURCE_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "exampl
 NEW_NAME = "arela_probe_refresh_fn"
 # Definitions as they read in the source, per language: the graph should know them all.
 DEFINITIONS: dict[str, tuple[tuple[str, ...], str]] = {
-    "python": ((".py",), r"^(?: {4})?(?:async\s+)?def\s+(\w+)"),  # not docstring examples
+    "python": ((".py",), r"^(?: {4})?(?:async\s+)?def\s+(\w+)\s*\("),  # not docstring examples
     "javascript": (
         (".js", ".mjs", ".cjs"),
         r"^\s*(?:[\w$]+\.)+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?function\b|^\s*function\s+(\w+)",
