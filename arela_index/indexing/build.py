@@ -236,7 +236,7 @@ def _build_index(
         memories=built.memories,
         changed=len(changes.changed) if changes else 0,
         deleted=len(changes.deleted) if changes else 0,
-        notes=_notes(scan, previous, embedder[1]),
+        notes=_notes(scan, previous, embedder[1], built.memories["audit"]),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
 
@@ -300,7 +300,10 @@ def _build_memories(
 
 
 def _notes(
-    scan: ScanResult, previous: _Previous | None, embedding: EmbeddingInfo | None
+    scan: ScanResult,
+    previous: _Previous | None,
+    embedding: EmbeddingInfo | None,
+    audit: dict[str, Any],
 ) -> list[str]:
     """What the summary says besides the figures."""
     notes = []
@@ -309,6 +312,11 @@ def _notes(
         notes.append(f"embedding changed from {old.label} to {embedding.label}: all re-embedded")
     if not scan.files:
         notes.append("no files to index: the repository is empty or everything in it was skipped")
+    if skipped_records := audit.get("skipped_records"):
+        notes.append(
+            f"history: {audit.get('commits', 0)} commits, "
+            f"{skipped_records} records unreadable and skipped"
+        )
     return notes
 
 
