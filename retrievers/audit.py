@@ -184,7 +184,7 @@ class AuditLogRetriever(MemoryRetriever):
         for path in [*asked.found.paths, *sorted(strong - set(asked.found.paths))]:
             if path in strong:
                 paths.append(path)
-            elif _stem(path) not in _GENERIC:  # "history of X" is not about HISTORY.rst
+            elif _file_stem(path) not in _GENERIC:  # "history of X" is not about HISTORY.rst
                 soft.append(path)
         return paths, soft
 
@@ -380,7 +380,7 @@ def _order(asked: _Asked, plan: AuditPlan) -> tuple[Order, list[str]]:
     # "When was the timing module introduced?": the file whose stem is named was created by
     # the oldest commit touching it, not by the oldest commit that says "timing".
     named_words = {w.lower() for w in asked.mentions.words}
-    created = [p for p in plan.soft_paths if _stem(p) in named_words]
+    created = [p for p in plan.soft_paths if _file_stem(p) in named_words]
     named = plan.paths or plan.symbols
     # "The first commit" too; but "first-class support" is a topic, not an order.
     oldest = _OLDEST.search(asked.text) and (
@@ -415,7 +415,7 @@ def _word_hits(text: dict[int, float], soft: _Touched) -> list[_Hit]:
     return hits
 
 
-def _stem(path: str) -> str:
+def _file_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
 
 
