@@ -6,8 +6,10 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -18,8 +20,17 @@ from typing import Any
 from llama_index.core.schema import TextNode
 
 from arela_index.config import ArelaConfig
+from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.persist import Manifest, build_lock, current_build, new_build
+from arela_index.indexing.freshness import Snapshot
+from arela_index.indexing.health import FAILED, partial_memories
+from arela_index.indexing.persist import (
+    Manifest,
+    build_lock,
+    current_build,
+    current_build_or_none,
+    new_build,
+)
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
 from arela_index.parsing.symbols import FileSymbols
@@ -106,7 +117,10 @@ def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode
     text = file.read_text()
     symbols = extract_symbols(file, text) if parses(file.language) else None
     definitions = symbols.definitions if symbols is not None and not symbols.error else None
-    return symbols, chunk_file(file, text, definitions)
+    try:
+        return symbols, chunk_file(file, text, definitions)
+    except Exception:
+        return symbols, chunk_file(file, text, None)
 
 
 # A chunk as a parse worker hands it back: plain values pickle at a fraction of a node's cost.
@@ -155,9 +169,55 @@ def build_index(
     *,
     refresh: bool = False,
 ) -> BuildSummary:
-    """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed."""
+    """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed
+    (nothing at all when nothing did: the index is left as it is)."""
+    if refresh:
+        unchanged = _unchanged(resolve_root(path), config, runtime)
+        if unchanged is not None:
+            return unchanged
     with _collector_paused():
-        return _build_index(path, config, runtime, refresh)
+        summary = _build_index(path, config, runtime, refresh)
+    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    return summary
+
+
+def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummary | None:
+    """The summary of the current index when a build now would make the very same one."""
+    from arela_index.indexing.freshness import staleness_of
+
+    started = time.perf_counter()
+    persist_dir = config.persist_path(root)
+    folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
+    if folder is None:
+        return None
+    try:
+        manifest = Manifest.read(folder, verify=False)
+        if not manifest.untouched(folder) or staleness_of(
+            root, config, runtime, persist_dir, folder, manifest
+        ):
+            return None
+    except ArelaError:
+        return None  # a damaged index: the build says what is wrong, or replaces it
+    say_offline_once(config, runtime)
+    embedding = manifest.embedding
+    return BuildSummary(
+        repo=str(root),
+        persist_dir=str(persist_dir),
+        mode=runtime.mode
+        + (
+            f", embedding {embedding['provider']}:{embedding['name']}"
+            if embedding
+            else ", sparse only"
+        ),
+        refreshed=True,
+        files=len(manifest.files),
+        languages=dict(manifest.languages),
+        chunks=int(manifest.memories.get("code", {}).get("chunks", 0)),
+        skipped=dict(manifest.skipped),
+        seconds=time.perf_counter() - started,
+        memories=manifest.memories,
+        notes=[f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"],
+    )
 
 
 @contextlib.contextmanager
@@ -185,6 +245,7 @@ def _build_index(
     root = resolve_root(path)
     persist_dir = config.persist_path(root)
     with _timer(timings, "scan"):
+        snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
         scan = scan_repository(root, config, persist_dir)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     notes: list[str] = []
@@ -205,6 +266,7 @@ def _build_index(
             notes.append(f"embedding changed from {old} to {embedding.label}: all re-embedded")
 
         with new_build(persist_dir) as folder, _parse_pool(len(todo)) as pool:
+            snapshot.save(folder)
             # History is read by git and a process of its own while the files are parsed: no
             # interpreter lock shared with the parsing, and a lower CPU priority, so the code
             # memory's few seconds of parsing are not stretched by git diffing a long history
@@ -364,8 +426,16 @@ def _build_audit(
     from arela_index.stores.audit import AuditStore
 
     started = time.perf_counter()
-    before = AuditStore.load(previous / "audit") if previous is not None else None
-    stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    try:
+        before = AuditStore.load(previous / "audit") if previous is not None else None
+        stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    except Exception as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix="arela-nohistory-") as nothing:
+            # An audit memory holding nothing: what a folder without git or records makes.
+            AuditStore.build(ScanResult(root=Path(nothing)), directory)
+        reason = f"{type(exc).__name__}: {printable(str(exc), 200)}"
+        stats = {"commits": 0, "decisions": 0, "git": scan.is_git, FAILED: reason}
     return stats, time.perf_counter() - started
 
 

@@ -340,6 +340,30 @@ def scan_repository(
     return result
 
 
+def listed_paths(root: Path, config: ArelaConfig, persist_dir: Path | None = None) -> list[str]:
+    """The paths `scan_repository` would examine, less those its name rules leave out anyway."""
+    rules = _Rules(config, root, persist_dir)
+    git_paths = _git_paths(root)
+    out = []
+    for raw in git_paths if git_paths is not None else _walk_paths(root):
+        try:
+            rel = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if rules.by_name(rel) is None:
+            out.append(rel)
+    return out
+
+
+def examine_paths(
+    root: Path, config: ArelaConfig, persist_dir: Path | None, paths: list[str]
+) -> list[SourceFile]:
+    """Of these paths, the files a scan would index, judged as it judges them."""
+    rules = _Rules(config, root, persist_dir)
+    found = (_examine(root, rel, rules, config) for rel in paths)
+    return [f for f in found if isinstance(f, SourceFile)]
+
+
 def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> SourceFile | str:
     reason = rules.by_name(rel)
     if reason:

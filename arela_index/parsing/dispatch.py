@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from arela_index.errors import printable
 from arela_index.indexing.scanner import SourceFile
 from arela_index.parsing.modules import module_name
 from arela_index.parsing.python import parse_python
-from arela_index.parsing.symbols import FileSymbols
+from arela_index.parsing.symbols import CRASH_MARK, FileSymbols
 
 
 def parse_text(path: str, language: str, text: str) -> FileSymbols:
@@ -29,7 +30,15 @@ def extract_symbols(file: SourceFile, text: str) -> FileSymbols:
     >>> [d.qualname for d in syms.definitions][:2]                      # doctest: +SKIP
     ['click.core', 'click.core.Context']
     """
-    return parse_text(file.path, file.language, text)
+    try:
+        return parse_text(file.path, file.language, text)
+    except Exception as exc:
+        return FileSymbols(
+            path=file.path,
+            language=file.language,
+            module=module_name(file.path, file.language),
+            error=f"{CRASH_MARK}{type(exc).__name__}: {printable(str(exc), 120)}",
+        )
 
 
 def parses(language: str) -> bool:

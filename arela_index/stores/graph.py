@@ -13,12 +13,13 @@ from typing import Any
 
 import networkx as nx
 
-from arela_index.errors import corrupt
+from arela_index.errors import corrupt, printable
 from arela_index.indexing.changes import Changes
+from arela_index.indexing.health import FAILED, PARSER_CRASHES
 from arela_index.indexing.scanner import ScanResult, SourceFile
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.modules import module_name
-from arela_index.parsing.symbols import CLASS_KINDS, FileSymbols
+from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
 
 GRAPH_FILE = "graph.json"
@@ -136,7 +137,11 @@ class GraphStore:
                 files[source.path] = previous.files[source.path]
             else:
                 files[source.path] = _extract(source)
-        store = cls(_graph(files.values()), files, digests)
+        try:
+            graph = _graph(files.values())
+        except Exception as exc:
+            graph = nx.MultiDiGraph(failed=f"{type(exc).__name__}: {printable(str(exc), 200)}")
+        store = cls(graph, files, digests)
         store.save(directory)
         return store
 
@@ -182,7 +187,15 @@ class GraphStore:
         edges = Counter(key for _, _, key in self.graph.edges(keys=True))
         files = self.graph.graph.get("files", {})
         failures = {p: f["error"] for p, f in files.items() if f.get("error")}
+        crashes = sorted(p for p, error in failures.items() if error.startswith(CRASH_MARK))
+        health: dict[str, Any] = {}
+        if self.graph.graph.get("failed"):
+            health[FAILED] = self.graph.graph["failed"]
+        if crashes:
+            health[PARSER_CRASHES] = len(crashes)
+            health["crash_example"] = f"{crashes[0]}: {failures[crashes[0]][len(CRASH_MARK) :]}"
         return {
+            **health,
             "symbols": len(self._defined),
             "external_names": self.graph.number_of_nodes() - len(self._defined),
             "files": len(files),
