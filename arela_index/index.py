@@ -153,6 +153,20 @@ class ArelaIndex:
         self._open(_require(self.persist_dir))
         return self.summary
 
+    def staleness(self) -> Any:
+        """How the repository differs from what this index was built from (falsy: not at all)."""
+        from arela_index.indexing.freshness import staleness_of
+
+        return staleness_of(
+            self.root, self.config, self.runtime, self.persist_dir, self.folder, self.manifest
+        )
+
+    def partial_memories(self) -> list[Any]:
+        """The memories this index holds only in part (`health.Partial`: why, what to do)."""
+        from arela_index.indexing.health import partial_memories
+
+        return partial_memories(self.manifest.memories, str(self.root))
+
     # -- memories ------------------------------------------------------------------------------
 
     @cached_property

@@ -108,6 +108,7 @@ def staleness_of(
     manifest: Manifest,
 ) -> Staleness:
     """`staleness` with the manifest of `folder` already read."""
+    manifest.verify(folder, under=SNAPSHOT_FILE)
     snapshot = Snapshot.read(folder)
     now = Snapshot.take(root, config, runtime, persist)
     settings_changed = snapshot is None or snapshot.settings != now.settings

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path, PurePosixPath
+
 from arela_index.errors import printable
 from arela_index.indexing.scanner import SourceFile
-from arela_index.parsing.modules import module_name
-from arela_index.parsing.python import parse_python
+from arela_index.parsing.modules import module_name, module_of
+from arela_index.parsing.python import SYNTAX_ERROR, parse_python
 from arela_index.parsing.symbols import CRASH_MARK, FileSymbols
 
 
-def parse_text(path: str, language: str, text: str) -> FileSymbols:
-    """Symbols of `text` as if it were the file at `path` written in `language`."""
-    module = module_name(path, language)
-    if language == "python":
-        return parse_python(path, module, text)
+def parse_text(path: str, language: str, text: str, root: Path | None = None) -> FileSymbols:
+    """Symbols of `text` as if it were the file at `path` (in the repository at `root`, whose
+    build manifests name Rust crates) written in `language`."""
     from arela_index.parsing.treesitter import parse_treesitter, supports
+
+    module = module_of(path, language, text, root)
+
+    if language == "python":
+        parsed = parse_python(path, module, text)
+        if parsed.error is None or not parsed.error.startswith(SYNTAX_ERROR):
+            return parsed
+        # Syntax newer than this interpreter (or a broken file): tree-sitter reads what it can.
+        fallback = parse_treesitter(path, language, module, text)
+        return fallback if fallback.error is None and len(fallback.definitions) > 1 else parsed
 
     if supports(language):
         return parse_treesitter(path, language, module, text)
@@ -31,7 +41,8 @@ def extract_symbols(file: SourceFile, text: str) -> FileSymbols:
     ['click.core', 'click.core.Context']
     """
     try:
-        return parse_text(file.path, file.language, text)
+        depth = len(PurePosixPath(file.path).parts)
+        return parse_text(file.path, file.language, text, file.abs_path.parents[depth - 1])
     except Exception as exc:
         return FileSymbols(
             path=file.path,

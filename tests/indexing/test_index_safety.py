@@ -131,6 +131,7 @@ INDEX_FILES = (
     "graph/graph.json",
     "graph/symbols.json",
     "audit/audit.sqlite",
+    "worktree.json",
 )
 
 
