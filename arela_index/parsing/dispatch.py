@@ -22,9 +22,10 @@ def parse_text(path: str, language: str, text: str, root: Path | None = None) ->
         parsed = parse_python(path, module, text)
         if parsed.error is None or not parsed.error.startswith(SYNTAX_ERROR):
             return parsed
-        # Syntax newer than this interpreter (or a broken file): tree-sitter reads what it can.
-        fallback = parse_treesitter(path, language, module, text)
-        return fallback if fallback.error is None and len(fallback.definitions) > 1 else parsed
+        # Syntax newer than this interpreter (3.12 f-strings under 3.11, 3.14 t-strings), which
+        # tree-sitter's grammar knows; a file with a real mistake keeps `ast`'s error.
+        fallback = parse_treesitter(path, language, module, text, strict=True)
+        return parsed if fallback.error else fallback
 
     if supports(language):
         return parse_treesitter(path, language, module, text)

@@ -68,7 +68,8 @@ def module_of(path: str, language: str, text: str, root: Path | None = None) -> 
     """
     if language == "go":
         found = _GO_PACKAGE.search(text, 0, 20_000)
-        if found:
+        # Commands are all `package main`: their folders tell them apart.
+        if found and found.group(1) != "main":
             parts = list(PurePosixPath(path).parent.parts)[:-1]
             return ".".join([*(_NOT_IDENT.sub("_", p) for p in parts), found.group(1)])
     elif language in {"java", "kotlin"}:

@@ -190,14 +190,21 @@ def supports(language: str) -> bool:
     return language in QUERIES
 
 
-def parse_treesitter(path: str, language: str, module: str, text: str) -> FileSymbols:
-    """Definitions and references of one file; unreadable syntax sets `error`, never raises."""
+def parse_treesitter(
+    path: str, language: str, module: str, text: str, strict: bool = False
+) -> FileSymbols:
+    """Definitions and references of one file; unreadable syntax sets `error`, never raises.
+    `strict` reads only a file without any syntax error (tree-sitter standing in for a parser
+    that is too old for the file, not reading past mistakes)."""
     result = FileSymbols(path=path, language=language, module=module)
     source = text.encode("utf-8", "surrogatepass")
     try:
         root = get_parser(language).parse(source).root_node
     except (ValueError, RuntimeError) as exc:
         result.error = f"cannot parse: {exc}"
+        return result
+    if strict and root.has_error:
+        result.error = "syntax errors"
         return result
     _Extractor(result, language, source, root).run()
     # Tree-sitter recovers from errors, so a partial reading is kept unless it found nothing.
