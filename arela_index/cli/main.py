@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     func: Callable[[argparse.Namespace], int] = args.func
-    from arela_index.errors import ArelaError
+    from arela_index.errors import ArelaError, printable
 
     try:
         return func(args)
@@ -348,8 +348,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("ARELA_DEBUG"):
             raise
+        # Its text may quote bytes of some file: escaped and cut, it stays one readable line.
         print(
-            f"arela: unexpected {type(exc).__name__}: {exc} (set ARELA_DEBUG=1 for the traceback)",
+            f"arela: unexpected {type(exc).__name__}: {printable(str(exc))} "
+            "(set ARELA_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return EXIT_ERROR
