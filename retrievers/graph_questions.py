@@ -177,13 +177,11 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
         modules = store.modules_at(path)
         if modules:
             add(Entity(path, modules, "path"))
-        else:  # `config.py`-like names may be dotted symbols too
-            add(
-                Entity(
-                    path,
-                    *store.find(path.rsplit(".", 1)[0] if "/" not in path else path, fuzzy=False),
-                )
-            )
+        elif "/" in path:
+            add(Entity(path, *store.find(path, fuzzy=False)))
+        else:  # `res.json`, `config.py`: a dotted symbol, or a module by its file's name
+            whole = store.find(path, fuzzy=False)
+            add(Entity(path, *(whole if whole[0] else store.find(path.rsplit(".", 1)[0], False))))
     if not found:
         for word in mentions.words:
             if word.lower() not in _QUESTION_WORDS:
