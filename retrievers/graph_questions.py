@@ -184,7 +184,9 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
             add(Entity(path, *(whole if whole[0] else store.find(path.rsplit(".", 1)[0], False))))
     if not found:
         for word in mentions.words:
-            if word.lower() not in _QUESTION_WORDS:
+            # "class Function": a word that names a relation elsewhere names a symbol here.
+            named = word[:1].isupper() and _said_kind(question, word) is not None
+            if word.lower() not in _QUESTION_WORDS or named:
                 add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
     lowered = question.lower()
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from support.gitrepo import GitRepo
 
-from arela_index.config import ArelaConfig
 from arela_index.index import ArelaIndex
 from arela_index.retrievers.graph import CodeGraphRetriever
 
