@@ -29,6 +29,7 @@ from arela_index.indexing.persist import (
     build_lock,
     current_build,
     current_build_or_none,
+    link_memory,
     new_build,
 )
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
@@ -182,7 +183,9 @@ def build_index(
 
 
 def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummary | None:
-    """The summary of the current index when a build now would make the very same one."""
+    """The summary of a refresh that needs no file read: nothing changed (the index is left as
+    it is), or only HEAD or the tags moved (code and graph memories are kept, the history is
+    appended). None when files or settings changed: then the build does what it must."""
     from arela_index.indexing.freshness import staleness_of
 
     started = time.perf_counter()
@@ -192,23 +195,61 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
         return None
     try:
         manifest = Manifest.read(folder, verify=False)
-        if not manifest.untouched(folder) or staleness_of(
-            root, config, runtime, persist_dir, folder, manifest
-        ):
-            return None
+        if not manifest.untouched(folder):
+            return None  # damaged since: the build says what is wrong
+        stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
     except ArelaError:
-        return None  # a damaged index: the build says what is wrong, or replaces it
+        return None
+    if stale.files_changed or stale.settings_changed:
+        return None
     say_offline_once(config, runtime)
+    if stale:
+        return _history_only(root, config, runtime, persist_dir, started)
+    note = f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+
+
+def _history_only(
+    root: Path, config: ArelaConfig, runtime: Runtime, persist_dir: Path, started: float
+) -> BuildSummary | None:
+    """A new build that keeps the code and graph memories and appends the history."""
+    with build_lock(persist_dir):
+        previous = current_build(persist_dir)
+        if previous is None:
+            return None
+        manifest = Manifest.read(previous)
+        snapshot = Snapshot.take(root, config, runtime, persist_dir)
+        scan = scan_repository(root, config, persist_dir)
+        if {f.path: f.sha256 for f in scan.files} != manifest.files:
+            return None  # a file changed meanwhile: a full refresh reads it
+        with new_build(persist_dir) as folder:
+            snapshot.save(folder)
+            for name in ("code", "graph"):
+                link_memory(previous / name, folder / name)
+            audit, _ = _build_audit(scan, folder / "audit", previous, Changes())
+            manifest.head = scan.head
+            manifest.memories = {**manifest.memories, "audit": audit}
+            manifest.built_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            manifest.build_seconds = round(time.perf_counter() - started, 3)
+            manifest.save(folder)
+    note = "no file changed since the last build: code and graph memories kept, history updated"
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+
+
+def _summary_of(
+    manifest: Manifest,
+    root: Path,
+    persist_dir: Path,
+    runtime: Runtime,
+    started: float,
+    notes: list[str],
+) -> BuildSummary:
     embedding = manifest.embedding
-    return BuildSummary(
+    label = f", embedding {embedding['provider']}:{embedding['name']}" if embedding else ""
+    summary = BuildSummary(
         repo=str(root),
         persist_dir=str(persist_dir),
-        mode=runtime.mode
-        + (
-            f", embedding {embedding['provider']}:{embedding['name']}"
-            if embedding
-            else ", sparse only"
-        ),
+        mode=runtime.mode + (label or ", sparse only"),
         refreshed=True,
         files=len(manifest.files),
         languages=dict(manifest.languages),
@@ -216,8 +257,10 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
         skipped=dict(manifest.skipped),
         seconds=time.perf_counter() - started,
         memories=manifest.memories,
-        notes=[f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"],
+        notes=notes,
     )
+    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    return summary
 
 
 @contextlib.contextmanager
@@ -431,6 +474,9 @@ def _build_audit(
     from arela_index.stores.audit import AuditStore
 
     started = time.perf_counter()
+    if previous is not None and _same_history(scan, previous, changes):
+        link_memory(previous / "audit", directory)
+        return AuditStore.load(directory).stats(), time.perf_counter() - started
     try:
         before = AuditStore.load(previous / "audit") if previous is not None else None
         stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
@@ -442,6 +488,26 @@ def _build_audit(
         reason = f"{type(exc).__name__}: {printable(str(exc), 200)}"
         stats = {"commits": 0, "decisions": 0, "git": scan.is_git, FAILED: reason}
     return stats, time.perf_counter() - started
+
+
+def _same_history(scan: ScanResult, previous: Path, changes: Changes | None) -> bool:
+    """Whether the previous build's audit memory is what a build now would make: HEAD and tags
+    where they were, no decision record touched, the history read in full last time."""
+    from arela_index.indexing.freshness import Snapshot, tags_key
+    from arela_index.stores.decisions import is_adr, is_changelog, is_decision_file
+
+    before = Snapshot.read(previous)
+    stats = Manifest.read(previous, verify=False).memories.get("audit", {})
+    if before is None or changes is None or stats.get("partial") or stats.get(FAILED):
+        return False
+    decisions = any(is_decision_file(f) for f in scan.files if f.path in changes.changed)
+    gone = any(is_adr(path) or is_changelog(path) for path in changes.deleted)
+    return (
+        before.head == scan.head
+        and before.tags == tags_key(scan.root)
+        and not decisions
+        and not gone
+    )
 
 
 def _side_start(parent: int) -> None:

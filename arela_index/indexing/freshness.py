@@ -43,7 +43,7 @@ class Snapshot:
         for rel in listed_paths(root, config, persist):
             meta = _stat(root / rel)
             files[rel] = None if meta is None or now - meta[1] < _RACY_NS else meta
-        return cls(git_head(root), _tags(root), settings_key(root, config, runtime), files)
+        return cls(git_head(root), tags_key(root), settings_key(root, config, runtime), files)
 
     def save(self, folder: Path) -> None:
         (folder / SNAPSHOT_FILE).write_text(json.dumps(self.__dict__), encoding="utf-8")
@@ -146,7 +146,8 @@ def settings_key(root: Path, config: ArelaConfig, runtime: Runtime) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
-def _tags(root: Path) -> str:
+def tags_key(root: Path) -> str:
+    """A digest of the repository's tags and what they point at."""
     out = git(root, "for-each-ref", "--format=%(objectname) %(refname)", "refs/tags")
     return hashlib.sha256(out or b"").hexdigest()[:16]
 

@@ -221,6 +221,22 @@ def new_build(persist_dir: Path) -> Iterator[Path]:
         shutil.rmtree(previous, ignore_errors=True)
 
 
+def link_memory(source: Path, target: Path) -> None:
+    """A memory of the previous build taken as it is into a new one: its files hard-linked
+    (copied where links are refused). Builds never write a file of a finished build, so
+    sharing them is safe; the old build folder's removal leaves them to the new one."""
+    for path in sorted(source.rglob("*")):
+        dest = target / path.relative_to(source)
+        if path.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, dest)
+        except OSError:
+            shutil.copy2(path, dest)
+
+
 def current_build_or_none(persist_dir: Path) -> Path | None:
     try:
         return current_build(persist_dir)

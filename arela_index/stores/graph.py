@@ -16,6 +16,7 @@ import networkx as nx
 from arela_index.errors import corrupt, printable
 from arela_index.indexing.changes import Changes
 from arela_index.indexing.health import FAILED, PARSER_CRASHES
+from arela_index.indexing.persist import link_memory
 from arela_index.indexing.scanner import ScanResult, SourceFile
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.modules import module_name
@@ -118,6 +119,12 @@ class GraphStore:
         `parsed` holds extractions the caller already made for the current content; files whose
         digest matches `previous` and that `changes` does not name are taken from `previous`.
         """
+        if previous is not None and previous._symbols_file is not None and changes is not None:
+            kept = {f.path for f in scan.files if parses(f.language)}
+            if not (changes.touched & (kept | set(previous.graph.graph.get("files", {})))):
+                # No source file changed (prose, configuration, history did): the same graph.
+                link_memory(previous._symbols_file.parent, directory)
+                return cls.load(directory)
         parsed = parsed or {}
         changed = changes.changed if changes is not None else frozenset()
         files: dict[str, FileSymbols] = {}

@@ -108,6 +108,46 @@ def test_a_refresh_rebuilds_when_anything_a_build_reads_changed(
         assert "app.cli.version" in ArelaIndex.load(repo.root / ".arela").graph.symbol_names()
 
 
+def inodes(persist: Path) -> dict[str, int]:
+    """Each memory file of the live build (build folder left out) and its inode: a memory kept
+    from the previous build shares its files' inodes."""
+    folder = current_build(persist)
+    assert folder is not None
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_ino
+        for p in folder.rglob("*")
+        if p.is_file() and "/" in p.relative_to(folder).as_posix()
+    }
+
+
+def test_a_refresh_keeps_the_memories_whose_inputs_did_not_change(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "app")
+    edited = FILES["app/cli.py"] + "\n\ndef version():\n    return 2\n"
+    repo.write({"app/cli.py": edited})
+    build(repo.root)
+    before = inodes(repo.root / ".arela")
+    # The edit is committed: no file differs from what was indexed, only HEAD moved.
+    repo.commit({}, "Give the CLI a version")
+    summary = build(repo.root, refresh=True)
+    after = inodes(repo.root / ".arela")
+    kept = {p for p in after if before.get(p) == after[p]}
+    assert {p for p in after if p.startswith(("code/", "graph/"))} == kept
+    assert summary.memories["audit"]["commits"] == 3
+    assert any("code and graph memories kept" in note for note in summary.notes)
+    index = ArelaIndex.load(repo.root / ".arela", offline=True)
+    assert "app.cli.version" in index.graph.symbol_names() and not index.staleness()
+    # Prose changed: the code memory is rebuilt, the graph and the history are kept.
+    repo.write({"README.md": "# app\n\nLoads and saves its configuration.\n"})
+    before = inodes(repo.root / ".arela")
+    build(repo.root, refresh=True)
+    after = inodes(repo.root / ".arela")
+    kept = {p for p in after if before.get(p) == after[p]}
+    assert {p for p in after if p.startswith(("graph/", "audit/"))} == kept
+    assert "saves its configuration" in " ".join(
+        c.text for c in ArelaIndex.load(repo.root / ".arela").code.chunks
+    )
+
+
 def test_ask_says_when_the_index_is_older_than_the_repository(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "app")
     build(repo.root)
