@@ -60,7 +60,7 @@ class ArelaIndex:
 
     @property
     def code(self) -> CodeStore:
-        return self._memory("code")  # type: ignore[no-any-return]
+        return self._memory("code")
 
     @property
     def graph(self) -> Any:
