@@ -116,7 +116,8 @@ _QUESTION_WORDS = frozenset(
         member members define defines defined definition declared where which what who how does
         reach path chain module modules file files symbol symbols implement implements
         implemented extend extends derive derives show find list depend depends dependency
-        dependencies field fields""",
+        dependencies field fields type types struct structs trait traits interface interfaces
+        enum enums implementation implementations implementor implementors""",
     )
 )
 

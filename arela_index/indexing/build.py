@@ -549,6 +549,6 @@ def _load_previous(folder: Path) -> tuple[Manifest, CodeStore, Any, Any]:
     return (
         Manifest.read(folder),
         CodeStore.load(folder / "code"),
-        GraphStore.load(folder / "graph"),
+        GraphStore.previous(folder / "graph"),
         AuditStore.load(folder / "audit"),
     )

@@ -167,6 +167,20 @@ class GraphStore:
         _write_json(directory / SYMBOLS_FILE, symbols)
 
     @classmethod
+    def previous(cls, directory: Path) -> GraphStore:
+        """What a refresh needs of the graph it replaces: the per-file extractions, not the
+        graph itself (which a refresh resolves anew, and which would double its memory)."""
+        path = directory / SYMBOLS_FILE
+        store = cls(nx.MultiDiGraph(), symbols_file=path)
+        store._load_symbols()
+        assert store._files is not None
+        store.graph.graph["files"] = {
+            p: {"module": f.module, "language": f.language, "error": f.error}
+            for p, f in sorted(store._files.items())
+        }
+        return store
+
+    @classmethod
     def load(cls, directory: Path) -> GraphStore:
         """Read a graph written by `build`; a missing or damaged file raises `IndexProblem`.
 
