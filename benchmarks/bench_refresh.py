@@ -105,7 +105,9 @@ def main() -> None:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="arela-bench-refresh-"))
     clone, persist = work / "repo", work / "index"
     if not clone.exists():
-        subprocess.run(["git", "clone", "-q", str(Path(args.repo).resolve()), str(clone)], check=True)
+        subprocess.run(
+            ["git", "clone", "-q", str(Path(args.repo).resolve()), str(clone)], check=True
+        )
     rows = []
     for step in STEPS:
         if step == "one-file edit":
