@@ -6,8 +6,10 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -18,8 +20,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from llama_index.core.schema import TextNode
 
 from arela_index.config import ArelaConfig
+from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.persist import Manifest, build_lock, current_build, new_build
+from arela_index.indexing.freshness import Snapshot
+from arela_index.indexing.health import FAILED, partial_memories
+from arela_index.indexing.persist import (
+    Manifest,
+    build_lock,
+    current_build,
+    current_build_or_none,
+    link_memory,
+    new_build,
+)
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
 from arela_index.parsing.symbols import FileSymbols
@@ -109,7 +121,10 @@ def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode
     text = file.read_text()
     symbols = extract_symbols(file, text) if parses(file.language) else None
     definitions = symbols.definitions if symbols is not None and not symbols.error else None
-    return symbols, chunk_file(file, text, definitions)
+    try:
+        return symbols, chunk_file(file, text, definitions)
+    except Exception:
+        return symbols, chunk_file(file, text, None)
 
 
 # A chunk as a parse worker hands it back: plain values pickle at a fraction of a node's cost.
@@ -158,9 +173,97 @@ def build_index(
     *,
     refresh: bool = False,
 ) -> BuildSummary:
-    """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed."""
+    """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed
+    (nothing at all when nothing did: the index is left as it is)."""
+    if refresh:
+        unchanged = _unchanged(resolve_root(path), config, runtime)
+        if unchanged is not None:
+            return unchanged
     with _collector_paused():
-        return _build_index(path, config, runtime, refresh)
+        summary = _build_index(path, config, runtime, refresh)
+    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    return summary
+
+
+def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummary | None:
+    """The summary of a refresh that needs no file read: nothing changed (the index is left as
+    it is), or only HEAD or the tags moved (code and graph memories are kept, the history is
+    appended). None when files or settings changed: then the build does what it must."""
+    from arela_index.indexing.freshness import staleness_of
+
+    started = time.perf_counter()
+    persist_dir = config.persist_path(root)
+    folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
+    if folder is None:
+        return None
+    try:
+        manifest = Manifest.read(folder, verify=False)
+        if not manifest.untouched(folder):
+            return None  # damaged since: the build says what is wrong
+        stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
+    except ArelaError:
+        return None
+    if stale.files_changed or stale.settings_changed:
+        return None
+    say_offline_once(config, runtime)
+    if stale:
+        return _history_only(root, config, runtime, persist_dir, started)
+    note = f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+
+
+def _history_only(
+    root: Path, config: ArelaConfig, runtime: Runtime, persist_dir: Path, started: float
+) -> BuildSummary | None:
+    """A new build that keeps the code and graph memories and appends the history."""
+    with build_lock(persist_dir):
+        previous = current_build(persist_dir)
+        if previous is None:
+            return None
+        manifest = Manifest.read(previous)
+        snapshot = Snapshot.take(root, config, runtime, persist_dir)
+        scan = scan_repository(root, config, persist_dir)
+        if {f.path: f.sha256 for f in scan.files} != manifest.files:
+            return None  # a file changed meanwhile: a full refresh reads it
+        with new_build(persist_dir) as folder:
+            snapshot.save(folder)
+            for name in ("code", "graph"):
+                link_memory(previous / name, folder / name)
+            audit, _ = _build_audit(scan, folder / "audit", previous, Changes())
+            manifest.head = scan.head
+            manifest.memories = {**manifest.memories, "audit": audit}
+            manifest.built_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            manifest.build_seconds = round(time.perf_counter() - started, 3)
+            manifest.save(folder)
+    note = "no file changed since the last build: code and graph memories kept, history updated"
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+
+
+def _summary_of(
+    manifest: Manifest,
+    root: Path,
+    persist_dir: Path,
+    runtime: Runtime,
+    started: float,
+    notes: list[str],
+) -> BuildSummary:
+    embedding = manifest.embedding
+    label = f", embedding {embedding['provider']}:{embedding['name']}" if embedding else ""
+    summary = BuildSummary(
+        repo=str(root),
+        persist_dir=str(persist_dir),
+        mode=runtime.mode + (label or ", sparse only"),
+        refreshed=True,
+        files=len(manifest.files),
+        languages=dict(manifest.languages),
+        chunks=int(manifest.memories.get("code", {}).get("chunks", 0)),
+        skipped=dict(manifest.skipped),
+        seconds=time.perf_counter() - started,
+        memories=manifest.memories,
+        notes=notes,
+    )
+    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    return summary
 
 
 @contextlib.contextmanager
@@ -203,6 +306,7 @@ def _build_index(
     root = resolve_root(path)
     persist_dir = config.persist_path(root)
     with _timer(timings, "scan"):
+        snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
         scan = scan_repository(root, config, persist_dir)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     with build_lock(persist_dir):
@@ -211,6 +315,7 @@ def _build_index(
         changes = Changes.between(previous.manifest.files, hashes) if previous else None
         embedder = embedder_for_build(config, runtime)
         with new_build(persist_dir) as folder:
+            snapshot.save(folder)
             built = _build_memories(scan, folder, previous, changes, embedder, config, timings)
             Manifest(
                 repo_root=str(scan.root),
@@ -404,9 +509,40 @@ def _build_audit(
     from arela_index.stores.audit import AuditStore
 
     started = time.perf_counter()
-    before = AuditStore.load(previous / "audit") if previous is not None else None
-    stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    if previous is not None and _same_history(scan, previous, changes):
+        link_memory(previous / "audit", directory)
+        return AuditStore.load(directory).stats(), time.perf_counter() - started
+    try:
+        before = AuditStore.load(previous / "audit") if previous is not None else None
+        stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    except Exception as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix="arela-nohistory-") as nothing:
+            # An audit memory holding nothing: what a folder without git or records makes.
+            AuditStore.build(ScanResult(root=Path(nothing)), directory)
+        reason = f"{type(exc).__name__}: {printable(str(exc), 200)}"
+        stats = {"commits": 0, "decisions": 0, "git": scan.is_git, FAILED: reason}
     return stats, time.perf_counter() - started
+
+
+def _same_history(scan: ScanResult, previous: Path, changes: Changes | None) -> bool:
+    """Whether the previous build's audit memory is what a build now would make: HEAD and tags
+    where they were, no decision record touched, the history read in full last time."""
+    from arela_index.indexing.freshness import Snapshot, tags_key
+    from arela_index.stores.decisions import is_adr, is_changelog, is_decision_file
+
+    before = Snapshot.read(previous)
+    stats = Manifest.read(previous, verify=False).memories.get("audit", {})
+    if before is None or changes is None or stats.get("partial") or stats.get(FAILED):
+        return False
+    decisions = any(is_decision_file(f) for f in scan.files if f.path in changes.changed)
+    gone = any(is_adr(path) or is_changelog(path) for path in changes.deleted)
+    return (
+        before.head == scan.head
+        and before.tags == tags_key(scan.root)
+        and not decisions
+        and not gone
+    )
 
 
 def _side_start(parent: int) -> None:
@@ -452,5 +588,5 @@ def _load_previous(persist_dir: Path) -> _Previous | None:
         folder,
         Manifest.read(folder),
         CodeStore.load(folder / "code"),
-        GraphStore.load(folder / "graph"),
+        GraphStore.previous(folder / "graph"),
     )

@@ -619,7 +619,8 @@ def _ingest(
     base = int(conn.execute("SELECT coalesce(max(id), 0) FROM commits").fetchone()[0])
     done = 0
     unreadable: list[int] = []
-    log = read_log(root, facts=facts, commits=commits, unreadable=unreadable)
+    failure: list[str] = []  # git could not diff some commits: they come without their changes
+    log = read_log(root, facts=facts, commits=commits, unreadable=unreadable, failure=failure)
     try:
         for batch in _batches(log):
             # Parts of the history arrive interleaved: a commit's id follows from its position.
@@ -628,6 +629,9 @@ def _ingest(
     except GitLogFailed as exc:
         stats["partial"] = True
         stats["note"] = f"git log failed after {done} commits ({exc}); history is incomplete"
+    if failure:
+        stats["partial"] = True
+        stats["note"] = failure[0]
     if unreadable:
         stats["skipped_records"] = len(unreadable)
     if max_commits and total >= max_commits and not since:

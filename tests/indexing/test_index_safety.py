@@ -137,6 +137,7 @@ INDEX_FILES = (
     "graph/graph.json",
     "graph/symbols.json",
     "audit/audit.sqlite",
+    "worktree.json",
 )
 
 
@@ -451,7 +452,7 @@ def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
     rebuilt: list[Path] = []
 
     def rebuild_midway(directory: Path) -> GraphStore:
-        if not rebuilt:  # the load has read CURRENT and the code memory; a rebuild now finishes
+        if not rebuilt:  # the index has read CURRENT and the code memory; a rebuild now finishes
             rebuilt.append(directory)  # first: the build loads graphs too
             run = call_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline")
             assert run.code == 0
@@ -459,6 +460,7 @@ def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
 
     monkeypatch.setattr(GraphStore, "load", staticmethod(rebuild_midway))
     index = ArelaIndex.load(persist, offline=True)
+    index.code, index.graph  # noqa: B018 - memories are read on first use: this is that use
     assert rebuilt == [old / "graph"] and old is not None and not old.exists()
     assert index.folder == current_build(persist) != old
     assert str(index.as_query_engine().query(QUESTIONS[0])).strip()
