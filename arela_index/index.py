@@ -183,9 +183,12 @@ class ArelaIndex:
         )
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> Any:
-        """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
+        """The query loop (route + retrieve + fuse + grade + retry) as one `BaseRetriever`
+        (its nodes carry the trace)."""
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
+        from arela_index.query.loop import QueryLoop
+        from arela_index.query.rewrite import Rewriter
         from arela_index.retrievers.router import build_router
 
         # LlamaIndex users say `similarity_top_k`; it means the same here.
@@ -208,17 +211,12 @@ class ArelaIndex:
             selector,
             top_k,
         )
-        grader = RelevanceGrader(
-            retrievers=retrievers,
-            vocabulary=self.vocabulary,
-            llm=self._llm(self.config.router_model, self.config.router_timeout),
-            route=selector.route,
-            term_weights=self.term_weights,
-            router=router,
-            max_retries=self.config.max_retries,
-            top_k=top_k,
+        llm = self._llm(self.config.router_model, self.config.router_timeout)
+        grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
+        rewriter = Rewriter(llm, self.vocabulary)
+        return ArelaRetriever(
+            QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries)
         )
-        return ArelaRetriever(router, grader)
 
     def as_query_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
         """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
