@@ -16,7 +16,7 @@ from llama_index.core.chat_engine.types import (
     StreamingAgentChatResponse,
 )
 from llama_index.core.llms import LLM
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.retrievers import BaseRetriever
@@ -189,23 +189,36 @@ class ArelaQueryEngine(RetrieverQueryEngine):
 
 class OfflineChatEngine(BaseChatEngine):
     """Chat without an LLM: a follow-up that names nothing inherits the names of the last
-    question ("and who calls it?"), and each answer is the ranked, cited context.
+    question in the chat history that named something ("and who calls it?"), and each answer is
+    the ranked, cited context. A `chat_history` given to the engine or to `chat` is that history.
 
     >>> chat = index.as_chat_engine()           # offline  # doctest: +SKIP
     >>> chat.chat("what does load_config do?"); chat.chat("who calls it?")  # doctest: +SKIP
     """
 
-    def __init__(self, query_engine: ArelaQueryEngine) -> None:
+    def __init__(
+        self,
+        query_engine: ArelaQueryEngine,
+        chat_history: list[ChatMessage] | None = None,
+        memory: BaseMemory | None = None,
+    ) -> None:
         self._engine = query_engine
-        self._memory = ChatMemoryBuffer.from_defaults(token_limit=8000)
-        self._names: list[str] = []
+        self._memory = memory or ChatMemoryBuffer.from_defaults(token_limit=8000)
+        if chat_history is not None:
+            self._memory.set(chat_history)
 
     def _condense(self, message: str) -> str:
-        named = Question.of(message).named
-        if named:
-            self._names = named
+        if Question.of(message).named:
             return message
-        return f"{message} ({' '.join(self._names)})" if self._names else message
+        names = self._last_names()
+        return f"{message} ({' '.join(names)})" if names else message
+
+    def _last_names(self) -> list[str]:
+        """What the latest question of the history that named something named."""
+        for said in reversed(self._memory.get_all()):
+            if said.role == MessageRole.USER and (named := Question.of(said.content or "").named):
+                return named
+        return []
 
     def chat(
         self, message: str, chat_history: list[ChatMessage] | None = None
@@ -244,7 +257,6 @@ class OfflineChatEngine(BaseChatEngine):
 
     def reset(self) -> None:
         self._memory.reset()
-        self._names = []
 
     @property
     def chat_history(self) -> list[ChatMessage]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -434,6 +435,40 @@ def test_offline_chat_carries_the_names_into_follow_ups(taskq: ArelaIndex) -> No
     assert "taskq.config.load_config" in [n.node.metadata["symbol"] for n in later.source_nodes]
     chat.reset()
     assert chat.chat_history == [] and metadata_of(chat.chat("who calls it?"))["abstained"]
+
+
+def test_offline_chat_reads_the_chat_history_it_is_given(taskq: ArelaIndex) -> None:
+    history = [
+        ChatMessage(role=MessageRole.USER, content="what does parse_config do?"),
+        ChatMessage(role=MessageRole.ASSISTANT, content="It parses the settings."),
+    ]
+    for chat in (taskq.as_chat_engine(chat_history=history), taskq.as_chat_engine()):
+        given = history if not chat.chat_history else None
+        follow = chat.chat("and who calls it?", chat_history=given)
+        trace = metadata_of(follow)["arela"]
+        assert "parse_config" in trace.question and trace.memory_names == ["graph"]
+        assert "taskq.config.load_config" in [
+            n.node.metadata["symbol"] for n in follow.source_nodes
+        ]
+        assert [m.content for m in chat.chat_history][-2] == "and who calls it?"
+
+
+def test_unknown_keywords_are_one_clear_error_and_known_ones_are_honoured(
+    taskq: ArelaIndex,
+) -> None:
+    with pytest.raises(
+        ArelaError, match=r"^as_chat_engine\(\) does not take temperature: it takes"
+    ):
+        taskq.as_chat_engine(temperature=0.2)
+    with pytest.raises(ArelaError, match="chat_mode 'react' is not supported"):
+        taskq.as_chat_engine(chat_mode="react")
+    with pytest.raises(
+        ArelaError, match=r"^as_tool\(\) does not take fn_schema: it takes description"
+    ):
+        taskq.as_tool(fn_schema=dict)
+    tool = taskq.as_tool(name="repo", description="Answers about taskq.", return_direct=True)
+    assert (tool.metadata.name, tool.metadata.description) == ("repo", "Answers about taskq.")
+    assert tool.metadata.return_direct is True
 
 
 def test_the_retrievers_nodes_carry_the_trace_hidden_and_audit_nodes_their_plan(
