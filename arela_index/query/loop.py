@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llama_index.core.schema import NodeWithScore
 
@@ -22,9 +22,13 @@ from arela_index.query.rewrite import Rewriter, closest_names
 from arela_index.query.steps import Steps
 from arela_index.query.trace import Trace
 from arela_index.selectors.intents import SUBSTITUTE
+from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 
 if TYPE_CHECKING:
+    from llama_index.core.base.response.schema import Response
+
+    from arela_index.query.engines import CitedSynthesizer
     from arela_index.retrievers.router import ArelaRouterRetriever
 
 
@@ -49,7 +53,7 @@ class Situation:
     tried: Sequence[Attempt]
     pool: Sequence[NodeWithScore]
     available: Sequence[str]  # the memories the router can read
-    rewriter: Rewriter
+    vocabulary: Vocabulary | None  # the names the memories know, for the closest known name
 
     @cached_property
     def used(self) -> list[str]:
@@ -82,10 +86,9 @@ class Situation:
     @cached_property
     def corrected(self) -> list[str]:
         """The closest known names for the missing ones."""
-        vocabulary = self.rewriter.vocabulary
-        if vocabulary is None:
+        if self.vocabulary is None:
             return []
-        return [c for name in self.missing for c in closest_names(name, vocabulary)[:1]]
+        return [c for name in self.missing for c in closest_names(name, self.vocabulary)[:1]]
 
     @property
     def rewrite_first(self) -> bool:
@@ -204,7 +207,7 @@ class QueryLoop:
         total(trace, started)
         return kept, trace
 
-    def answer_steps(self, question: Question, synthesizer: Any) -> Steps[Any]:
+    def answer_steps(self, question: Question, synthesizer: CitedSynthesizer) -> Steps[Response]:
         """`steps`, then the answer a `CitedSynthesizer` writes from what was kept."""
         started = time.perf_counter()
         nodes, trace = yield from self.steps(question)
@@ -228,7 +231,9 @@ class QueryLoop:
         retries = kept_at = 0
         while len(kept) < self.min_relevant and retries < self.max_retries:
             plan = yield from self._plan_steps(
-                Situation(question, trace, tried, pool, self._available(), self.rewriter)
+                Situation(
+                    question, trace, tried, pool, self.router.memory_names, self.rewriter.vocabulary
+                )
             )
             if plan is None:
                 break
@@ -253,9 +258,6 @@ class QueryLoop:
         if not kept:
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
         return [fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in kept]
-
-    def _available(self) -> list[str]:
-        return self.router.memory_names
 
     def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
         """The first attempt a strategy proposes that was not tried yet."""
