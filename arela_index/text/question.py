@@ -4,6 +4,7 @@ that could appear in what answers it. The selector, the router and the grader sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from llama_index.core.schema import QueryBundle, QueryType
 
@@ -66,8 +67,6 @@ class Question:
 
     text: str
     mentions: Mentions = field(repr=False)
-    names: tuple[str, ...] = field(repr=False)
-    terms: tuple[str, ...] = field(repr=False)
 
     @classmethod
     def read(cls, query: QueryType | Question, *, empty_ok: bool = False) -> Question:
@@ -77,7 +76,9 @@ class Question:
         if isinstance(query, Question):
             return query
         raw = query.query_str if isinstance(query, QueryBundle) else str(query)
-        text = " ".join("".join(ch for ch in raw if ch.isprintable() or ch in "\n\t").split())
+        if not raw.isprintable():
+            raw = "".join(ch for ch in raw if ch.isprintable() or ch in "\n\t")
+        text = " ".join(raw.split())
         if not text and not empty_ok:
             raise ArelaError(
                 "the question is empty: ask something about the repository, e.g. `who calls main?`"
@@ -87,12 +88,18 @@ class Question:
     @classmethod
     def of(cls, text: str) -> Question:
         """A text the system wrote itself (a rewritten query, a sub-question), read as is."""
-        mentions = extract_mentions(text)
-        names = [n.rsplit(".", 1)[-1].lower() for n in mentions.names]
-        names += [p.rsplit("/", 1)[-1].lower() for p in mentions.paths]
-        return cls(
-            text, mentions, tuple(dict.fromkeys(n for n in names if n)), tuple(content_terms(text))
-        )
+        return cls(text, extract_mentions(text))
+
+    # Read when first asked for (routing alone needs neither), then kept.
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        names = [n.rsplit(".", 1)[-1].lower() for n in self.mentions.names]
+        names += [p.rsplit("/", 1)[-1].lower() for p in self.mentions.paths]
+        return tuple(dict.fromkeys(n for n in names if n))
+
+    @cached_property
+    def terms(self) -> tuple[str, ...]:
+        return tuple(content_terms(self.text))
 
     @property
     def named(self) -> list[str]:
