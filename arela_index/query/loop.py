@@ -257,7 +257,9 @@ class QueryLoop:
             kept_at = retries
         if not kept:
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
-        return [fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in kept]
+        return [
+            fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
+        ]
 
     def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
         """The first attempt a strategy proposes that was not tried yet."""
@@ -294,6 +296,22 @@ class QueryLoop:
         rewritten = Question.of(plan.query)
         found = yield from self.router.fetch_steps(memories, rewritten, trace)
         return [(rewritten, found)]
+
+
+def distinct_spans(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes in their order, without a second source for lines an earlier one already cites
+    (a graph summary and the definition of one symbol, a chunk found by two memories)."""
+    seen: set[tuple[str, int, int]] = set()
+    out: list[NodeWithScore] = []
+    for node in nodes:
+        meta = node.node.metadata
+        path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
+        if path and start is not None and end is not None and not meta.get("commit"):
+            if (path, start, end) in seen:
+                continue
+            seen.add((path, start, end))
+        out.append(node)
+    return out
 
 
 def total(trace: Trace, started: float) -> None:

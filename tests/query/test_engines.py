@@ -641,3 +641,24 @@ def test_answers_with_any_llamaindex_llm(taskq: ArelaIndex) -> None:
     # MockLLM echoes the prompt: the fenced passages carry the citations as labels.
     assert "<<<DATA" in str(response) and "| src/taskq/config.py:" in str(response)
     assert "Question: who calls resolve_envvar?" in str(response)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "where is parse_cron defined?",
+        "where is class Scheduler defined?",
+        "what does load_config call?",
+        "who calls resolve_envvar?",
+        "how does the scheduler decide which job is due?",
+    ],
+)
+def test_no_two_sources_cite_the_same_lines(taskq: ArelaIndex, question: str) -> None:
+    nodes = taskq.as_retriever(similarity_top_k=8).retrieve(question)
+    assert nodes, question
+    spans = [
+        (n.node.metadata["file_path"], n.node.metadata["start_line"], n.node.metadata["end_line"])
+        for n in nodes
+        if n.node.metadata.get("start_line") is not None and not n.node.metadata.get("commit")
+    ]
+    assert len(spans) == len(set(spans)), spans
