@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
@@ -17,6 +17,9 @@ from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.stores.code import CodeStore, EmbeddingInfo
 from arela_index.text.entities import Vocabulary
+
+if TYPE_CHECKING:
+    from arela_index.query.engines import ArelaQueryEngine
 
 
 class ArelaIndex:
@@ -217,7 +220,12 @@ class ArelaIndex:
     # -- querying ------------------------------------------------------------------------------
 
     def _llm(self, model: str, timeout: float) -> Any:
-        """An Ollama model when it is there; None offline (the caller takes its offline path)."""
+        """The user's `Settings.llm` if they set one; else an Ollama model when it is there;
+        None offline (the caller takes its offline path)."""
+        from llama_index.core import Settings
+
+        if Settings._llm is not None:  # set by the user (reading Settings.llm would make one)
+            return Settings._llm
         if not (self.runtime.online and self.runtime.has_model(model)):
             return None
         from arela_index.llm.ollama import make_llm
@@ -272,12 +280,38 @@ class ArelaIndex:
             QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries)
         )
 
-    def as_query_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
-        """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
+    def as_query_engine(
+        self, llm: Any = None, top_k: int | None = None, **kwargs: Any
+    ) -> ArelaQueryEngine:
+        """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context.
+
+        As LlamaIndex's: `similarity_top_k`, `streaming` (a `StreamingResponse`: the model's
+        tokens, offline the cited context in pieces), `node_postprocessors` (run after the
+        grader), `response_mode` ("compact", the cited answer, or "no_text") and
+        `callback_manager` (else `Settings.callback_manager`).
+        """
+        from llama_index.core import Settings
+
         from arela_index.query.engines import ArelaQueryEngine, CitedSynthesizer
 
+        _only(kwargs, "as_query_engine", *_QUERY_KEYWORDS)
+        mode = kwargs.get("response_mode", "compact")
+        callback_manager = kwargs.get("callback_manager") or Settings.callback_manager
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
-        return ArelaQueryEngine(self.as_retriever(top_k, **kwargs), CitedSynthesizer(llm))
+        synthesizer = CitedSynthesizer(
+            llm,
+            callback_manager=callback_manager,
+            streaming=bool(kwargs.get("streaming", False)),
+            response_mode=str(getattr(mode, "value", mode)),  # a ResponseMode or its value
+        )
+        retriever = self.as_retriever(top_k or kwargs.get("similarity_top_k"))
+        retriever.callback_manager = callback_manager
+        return ArelaQueryEngine(
+            retriever,
+            synthesizer,
+            node_postprocessors=kwargs.get("node_postprocessors"),
+            callback_manager=callback_manager,
+        )
 
     def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
         """Condense + context chat over the query loop (offline: name carry-over, cited context).
@@ -328,6 +362,13 @@ class ArelaIndex:
         )
 
 
+_QUERY_KEYWORDS = (
+    "similarity_top_k",
+    "streaming",
+    "node_postprocessors",
+    "response_mode",
+    "callback_manager",
+)
 _CHAT_KEYWORDS = (
     "chat_mode",
     "chat_history",

@@ -4,19 +4,33 @@ and a chat engine over it. Offline, the answer is the ranked, cited context."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
-from llama_index.core.base.response.schema import Response
-from llama_index.core.callbacks import CallbackManager
+from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.chat_engine.types import (
     AgentChatResponse,
     BaseChatEngine,
     StreamingAgentChatResponse,
 )
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.retrieval import (
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+)
+from llama_index.core.instrumentation.events.synthesis import (
+    SynthesizeEndEvent,
+    SynthesizeStartEvent,
+)
 from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.retrievers import BaseRetriever
@@ -25,20 +39,24 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.llm.ollama import Rest
 from arela_index.query.answers import abstention, citation, offline_answer
-from arela_index.query.grading import RelevanceGrader
-from arela_index.query.loop import QueryLoop
+from arela_index.query.grading import RelevanceGrader, checked_prompt
+from arela_index.query.loop import QueryLoop, total
 from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
 from arela_index.text.question import Question
 
-ANSWER_PROMPT = (
+ANSWER_PROMPT = PromptTemplate(
     "You answer a developer's question about a code repository, using only the quoted context.\n"
     "{passages}\n\nQuestion: {question}\n\n"
     "Answer concisely and precisely. After each claim cite the block it comes from with the label "
     "shown on the block in square brackets, e.g. [src/app/config.py:10-24] or [commit 1a2b3c4]. "
     "If the context does not answer the question, say so plainly instead of guessing."
 )
+# What CitedSynthesizer can do: one cited answer over all kept nodes, or only the nodes.
+RESPONSE_MODES = ("compact", "no_text")
+
+dispatcher = get_dispatcher(__name__)
 
 
 class ArelaRetriever(BaseRetriever):
@@ -52,7 +70,9 @@ class ArelaRetriever(BaseRetriever):
     """
 
     def __init__(self, loop: QueryLoop, callback_manager: CallbackManager | None = None) -> None:
-        super().__init__(callback_manager=callback_manager)
+        from llama_index.core import Settings
+
+        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
         self.loop = loop
 
     @property
@@ -73,6 +93,38 @@ class ArelaRetriever(BaseRetriever):
         nodes, trace = self.retrieve_with_trace(query_bundle)
         return trace.attach(nodes)
 
+    def retrieve_traced(self, query: QueryBundle) -> tuple[list[NodeWithScore], Trace]:
+        """`retrieve_with_trace` reporting to callbacks and instrumentation as `retrieve` does
+        (the engine needs the trace even when no node is left to carry it)."""
+        with self._retrieval(query) as done:
+            return done(*self.retrieve_with_trace(query))
+
+    async def aretrieve_traced(self, query: QueryBundle) -> tuple[list[NodeWithScore], Trace]:
+        with self._retrieval(query) as done:
+            return done(*(await self.aretrieve_with_trace(query)))
+
+    @contextmanager
+    def _retrieval(self, query: QueryBundle) -> Iterator[Any]:
+        dispatcher.event(RetrievalStartEvent(str_or_query_bundle=query))
+        with (
+            self.callback_manager.as_trace("query"),
+            self.callback_manager.event(
+                CBEventType.RETRIEVE, payload={EventPayload.QUERY_STR: query.query_str}
+            ) as event,
+        ):
+
+            def done(nodes: list[NodeWithScore], trace: Trace) -> tuple[list[NodeWithScore], Trace]:
+                nodes = trace.attach(nodes)
+                event.on_end(payload={EventPayload.NODES: nodes})
+                dispatcher.event(RetrievalEndEvent(str_or_query_bundle=query, nodes=nodes))
+                return nodes, trace
+
+            yield done
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        """The routing, grading and rewrite prompts (`router:selector:route_prompt`, ...)."""
+        return {"router": self.router, "grader": self.grader, "rewriter": self.loop.rewriter}
+
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         nodes, trace = await self.aretrieve_with_trace(query_bundle)
         return trace.attach(nodes)
@@ -81,22 +133,47 @@ class ArelaRetriever(BaseRetriever):
 class CitedSynthesizer(BaseSynthesizer):
     """Writes the answer: an LLM's, citing its sources, or offline the ranked cited context.
 
-    With no relevant node it abstains without calling any LLM.
+    With no relevant node it abstains without calling any LLM. `streaming=True` gives a
+    `StreamingResponse`: the model's tokens, or offline the cited context in pieces;
+    `response_mode="no_text"` gives only the source nodes.
+
+    >>> CitedSynthesizer(llm=None, streaming=True).synthesize(q, nodes).response_gen  # doctest: +SKIP
     """
 
-    def __init__(self, llm: LLM | None, callback_manager: CallbackManager | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM | None,
+        callback_manager: CallbackManager | None = None,
+        streaming: bool = False,
+        response_mode: str = "compact",
+    ) -> None:
+        from llama_index.core import Settings
         from llama_index.core.llms import MockLLM
 
+        if response_mode not in RESPONSE_MODES:
+            raise ArelaError(
+                f"response_mode {response_mode!r} is not supported: arela-index answers in "
+                f"{' or '.join(RESPONSE_MODES)}"
+            )
         # The base class wants an LLM; MockLLM keeps Settings.llm (OpenAI) from being read offline.
-        super().__init__(llm=llm or MockLLM(), callback_manager=callback_manager)
+        super().__init__(
+            llm=llm or MockLLM(),
+            callback_manager=callback_manager or Settings.callback_manager,
+            streaming=streaming,
+        )
         self.answer_llm = llm
+        self.response_mode = response_mode
+        self.answer_prompt: BasePromptTemplate = ANSWER_PROMPT
         self._rest = Rest()
 
-    def _get_prompts(self) -> dict[str, Any]:
-        return {}
+    def _get_prompts(self) -> PromptDictType:
+        return {"answer_prompt": self.answer_prompt}
 
-    def _update_prompts(self, prompts: Any) -> None:
-        return None
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "answer_prompt" in prompts:
+            self.answer_prompt = checked_prompt(
+                prompts["answer_prompt"], "answer_prompt", ANSWER_PROMPT
+            )
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
         raise ArelaError("CitedSynthesizer answers from nodes: call synthesize(query, nodes)")
@@ -104,52 +181,95 @@ class CitedSynthesizer(BaseSynthesizer):
     async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
         raise ArelaError("CitedSynthesizer answers from nodes: call asynthesize(query, nodes)")
 
+    @dispatcher.span
     def synthesize(
         self, query: QueryType, nodes: list[NodeWithScore], *args: Any, **kwargs: Any
-    ) -> Response:
-        return run(self._synthesis(query, nodes))
+    ) -> Response | StreamingResponse:
+        """`trace=`: the query's trace, when the nodes may have lost it (all filtered out)."""
+        with self._events(query) as done:
+            return done(run(self._synthesis(query, nodes, kwargs.get("trace"))))
 
+    @dispatcher.span
     async def asynthesize(
         self, query: QueryType, nodes: list[NodeWithScore], *args: Any, **kwargs: Any
-    ) -> Response:
-        return await arun(self._synthesis(query, nodes))
+    ) -> Response | StreamingResponse:
+        with self._events(query) as done:
+            return done(await arun(self._synthesis(query, nodes, kwargs.get("trace"))))
 
-    def _synthesis(self, query: QueryType, nodes: list[NodeWithScore]) -> Steps[Response]:
+    @contextmanager
+    def _events(self, query: QueryType) -> Iterator[Any]:
+        """SYNTHESIZE callbacks and Synthesize instrumentation events around one answer."""
+        bundle = query if isinstance(query, QueryBundle) else QueryBundle(str(query))
+        dispatcher.event(SynthesizeStartEvent(query=bundle))
+        with self._callback_manager.event(
+            CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
+        ) as event:
+
+            def done(response: Response | StreamingResponse) -> Response | StreamingResponse:
+                event.on_end(payload={EventPayload.RESPONSE: response})
+                dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
+                return response
+
+            yield done
+
+    def _synthesis(
+        self, query: QueryType, nodes: list[NodeWithScore], trace: Trace | None = None
+    ) -> Steps[Response | StreamingResponse]:
         # In a stock engine the trace comes with the nodes `ArelaRetriever.retrieve` returned.
-        question = query.query_str if isinstance(query, QueryBundle) else str(query)
-        trace = Trace.of(nodes) or Trace(question=question)
+        question = Question.read(query).text  # cut to the question limit, as the loop read it
+        trace = trace or Trace.of(nodes) or Trace(question=question)
         return (yield from self.respond_steps(question, nodes, trace))
 
     def respond_steps(
         self, question: str, nodes: list[NodeWithScore], trace: Trace
-    ) -> Steps[Response]:
+    ) -> Steps[Response | StreamingResponse]:
         """The answer, cited: written by the LLM, else the ranked context; or an abstention."""
+        metadata = {"arela": trace, "abstained": not nodes}
+        if self._streaming and nodes and self.answer_llm is not None:
+            if self.response_mode != "no_text" and not (resting := self._rest.why()):
+                gen = self._streamed(question, nodes, trace)
+                return StreamingResponse(gen, source_nodes=nodes, metadata=metadata)
+            if self.response_mode != "no_text":
+                trace.add_step("fallback", stage="answer", why=resting)
         with trace.time("answer"):
-            if not nodes:
+            if self.response_mode == "no_text":
+                text = ""
+            elif not nodes:
                 text = abstention(question, searched(trace), _why_empty(trace))
-            elif self.answer_llm is None:
+            elif self.answer_llm is None or self._streaming:
                 text = offline_answer(question, nodes, _route_line(trace))
             else:
                 text = yield from self._written(question, nodes, trace)
-        return Response(text, source_nodes=nodes, metadata={"arela": trace, "abstained": not nodes})
+        if self._streaming:
+            return StreamingResponse(_pieces(text), source_nodes=nodes, metadata=metadata)
+        return Response(text, source_nodes=nodes, metadata=metadata)
+
+    def _prompt(self, question: str, nodes: list[NodeWithScore]) -> str:
+        from arela_index.llm.ollama import quote_data
+
+        # Each block is labelled with the very citation the answer should carry.
+        passages = quote_data([(citation(n)[1:-1], n.node.get_content()) for n in nodes])
+        return self.answer_prompt.format(passages=passages, question=question)
+
+    def _ollama_errors(self) -> Any:
+        from arela_index.llm.ollama import ollama_errors
+
+        llm = self.answer_llm
+        return ollama_errors(
+            model=getattr(llm, "model", None),
+            host=getattr(llm, "base_url", None),
+            timeout=getattr(llm, "request_timeout", None),
+        )
 
     def _written(self, question: str, nodes: list[NodeWithScore], trace: Trace) -> Steps[str]:
-        from arela_index.llm.ollama import ollama_errors, quote_data
-
         llm = self.answer_llm
         assert llm is not None
         if resting := self._rest.why():
             trace.add_step("fallback", stage="answer", why=resting)
             return offline_answer(question, nodes, _route_line(trace))
-        # Each block is labelled with the very citation the answer should carry.
-        passages = quote_data([(citation(n)[1:-1], n.node.get_content()) for n in nodes])
-        prompt = ANSWER_PROMPT.format(passages=passages, question=question)
+        prompt = self._prompt(question, nodes)
         try:
-            with ollama_errors(
-                model=getattr(llm, "model", None),
-                host=getattr(llm, "base_url", None),
-                timeout=getattr(llm, "request_timeout", None),
-            ):
+            with self._ollama_errors():
                 completion = yield Call(lambda: llm.complete(prompt), lambda: llm.acomplete(prompt))
             text = completion.text.strip()
         except OllamaUnavailable as exc:
@@ -159,32 +279,102 @@ class CitedSynthesizer(BaseSynthesizer):
         if not text:
             trace.add_step("fallback", stage="answer", why="the model answered nothing")
             return offline_answer(question, nodes, _route_line(trace))
-        cited = [c for c in dict.fromkeys(citation(n) for n in nodes) if c in text]
-        if not cited:  # the reader must still see where the answer comes from
-            text += "\n\nSources: " + " ".join(dict.fromkeys(citation(n) for n in nodes))
-        return text
+        return text + _sources_if_uncited(text, nodes)
+
+    def _streamed(
+        self, question: str, nodes: list[NodeWithScore], trace: Trace
+    ) -> Generator[str, None, None]:
+        """The model's tokens as they come; the offline answer if it fails before the first."""
+        llm = self.answer_llm
+        assert llm is not None
+        said = ""
+        try:
+            with self._ollama_errors():
+                for chunk in llm.stream_complete(self._prompt(question, nodes)):
+                    if chunk.delta:
+                        said += chunk.delta
+                        yield chunk.delta
+        except OllamaUnavailable as exc:
+            self._rest.failed(str(exc))
+            trace.add_step("fallback", stage="answer", why=str(exc))
+            if not said:
+                yield offline_answer(question, nodes, _route_line(trace))
+                return
+            yield f"\n\n(the model stopped: {exc})"
+        if not said.strip():
+            trace.add_step("fallback", stage="answer", why="the model answered nothing")
+            yield offline_answer(question, nodes, _route_line(trace))
+            return
+        yield _sources_if_uncited(said, nodes)
 
 
 class ArelaQueryEngine(RetrieverQueryEngine):
     """A `RetrieverQueryEngine` whose answers cite `[path:lines]` / `[commit abc1234]` and carry
-    the trace in `response.metadata["arela"]`.
+    the trace in `response.metadata["arela"]`. `node_postprocessors` run after the grader.
 
     >>> response = index.as_query_engine().query("who calls load_config?")  # doctest: +SKIP
     >>> print(response); response.metadata["arela"].to_text()                # doctest: +SKIP
     """
 
-    def __init__(self, retriever: ArelaRetriever, synthesizer: CitedSynthesizer) -> None:
-        super().__init__(retriever=retriever, response_synthesizer=synthesizer)
+    def __init__(
+        self,
+        retriever: ArelaRetriever,
+        synthesizer: CitedSynthesizer,
+        node_postprocessors: list[BaseNodePostprocessor] | None = None,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        super().__init__(
+            retriever=retriever,
+            response_synthesizer=synthesizer,
+            node_postprocessors=node_postprocessors,
+            callback_manager=callback_manager or synthesizer.callback_manager,
+        )
         self.arela_retriever = retriever
         self.synthesizer = synthesizer
 
-    def _query(self, query_bundle: QueryBundle) -> Response:
-        loop = self.arela_retriever.loop
-        return run(loop.answer_steps(Question.read(query_bundle), self.synthesizer))
+    def _get_prompt_modules(self) -> PromptMixinType:
+        """The answer prompt, and the retriever's routing, grading and rewrite prompts."""
+        return {
+            "response_synthesizer": self.synthesizer,
+            **self.arela_retriever._get_prompt_modules(),
+        }
 
-    async def _aquery(self, query_bundle: QueryBundle) -> Response:
-        loop = self.arela_retriever.loop
-        return await arun(loop.answer_steps(Question.read(query_bundle), self.synthesizer))
+    def _postprocessed(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle, trace: Trace
+    ) -> list[NodeWithScore]:
+        kept = self._apply_node_postprocessors(nodes, query_bundle=query_bundle)
+        if self._node_postprocessors:
+            names = [type(p).__name__ for p in self._node_postprocessors]
+            trace.add_step("postprocess", by=names, kept=len(kept), dropped=len(nodes) - len(kept))
+            if not kept and nodes:
+                trace.add_step("abstain", why=f"{', '.join(names)} kept none of {len(nodes)} nodes")
+        return kept
+
+    @dispatcher.span
+    def _query(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        with self.callback_manager.event(
+            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
+        ) as event:
+            started = time.perf_counter()
+            nodes, trace = self.arela_retriever.retrieve_traced(query_bundle)
+            kept = self._postprocessed(nodes, query_bundle, trace)
+            response = self.synthesizer.synthesize(query_bundle, kept, trace=trace)
+            total(trace, started)
+            event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
+
+    @dispatcher.span
+    async def _aquery(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        with self.callback_manager.event(
+            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
+        ) as event:
+            started = time.perf_counter()
+            nodes, trace = await self.arela_retriever.aretrieve_traced(query_bundle)
+            kept = self._postprocessed(nodes, query_bundle, trace)
+            response = await self.synthesizer.asynthesize(query_bundle, kept, trace=trace)
+            total(trace, started)
+            event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
 
 
 class OfflineChatEngine(BaseChatEngine):
@@ -280,3 +470,15 @@ def _why_empty(trace: Trace) -> str:
         if step.get("kind") == "abstain":
             return str(step.get("why", ""))
     return "nothing relevant was found"
+
+
+def _pieces(text: str) -> Generator[str, None, None]:
+    """An answer streamed line by line (offline there are no tokens to wait for)."""
+    yield from text.splitlines(keepends=True)
+
+
+def _sources_if_uncited(text: str, nodes: Sequence[NodeWithScore]) -> str:
+    """The reader must still see where an answer comes from when the model cited nothing."""
+    if any(c in text for c in dict.fromkeys(citation(n) for n in nodes)):
+        return ""
+    return "\n\nSources: " + " ".join(dict.fromkeys(citation(n) for n in nodes))

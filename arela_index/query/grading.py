@@ -7,6 +7,8 @@ from typing import Any
 
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -31,7 +33,7 @@ _DEFAULT_FIT = {"code": 1.0, "graph": 0.6, "audit": 0.3}
 # these values (weights 0.2-0.3 / 0.4-0.5 / 0.2-0.3, threshold 0.56-0.66).
 _WEIGHTS = (0.3, 0.5, 0.2)
 _NAME_MISSING = 0.5  # a node that mentions none of the names the question asks about
-_GRADE_PROMPT = (
+GRADE_PROMPT = PromptTemplate(
     "You grade search results for a question about a code repository.\n{passages}\n\n"
     "Question: {question}\n"
     "For each numbered block, say whether it helps answer the question (relevant true/false)."
@@ -50,7 +52,7 @@ class _Verdicts(BaseModel):
     verdicts: list[_Verdict]
 
 
-class RelevanceGrader(BaseNodePostprocessor):
+class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
     """Keep the nodes that answer the question, best first, each scored by its grade in [0, 1].
 
     Offline a node's grade weighs its retriever score, how much of the question's informative
@@ -69,6 +71,7 @@ class RelevanceGrader(BaseNodePostprocessor):
     _route: Callable[[Question], Trace] | None = PrivateAttr(default=None)
     _weights: TermWeights = PrivateAttr(default_factory=TermWeights.uniform)
     _rest: Any = PrivateAttr(default=None)  # ollama.Rest: a failing model is left alone a while
+    _prompt: BasePromptTemplate = PrivateAttr(default=GRADE_PROMPT)
 
     def __init__(
         self,
@@ -90,6 +93,16 @@ class RelevanceGrader(BaseNodePostprocessor):
     @classmethod
     def class_name(cls) -> str:
         return "RelevanceGrader"
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"grade_prompt": self._prompt}
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "grade_prompt" in prompts:
+            self._prompt = checked_prompt(prompts["grade_prompt"], "grade_prompt", GRADE_PROMPT)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -206,7 +219,7 @@ class RelevanceGrader(BaseNodePostprocessor):
             answer = yield structured_call(
                 self._llm,
                 _Verdicts,
-                _GRADE_PROMPT,
+                self._prompt,
                 passages=quote_nodes(top),
                 question=question.text,
             )
@@ -240,3 +253,16 @@ def _graded_text(node: NodeWithScore) -> str:
 def _mentions(text: NodeText, names: Sequence[str]) -> bool:
     # Short names only as whole tokens: `io` must not match every `ratio`.
     return any(name in text.lowered if len(name) > 3 else text.has_token(name) for name in names)
+
+
+def checked_prompt(
+    prompt: BasePromptTemplate, name: str, default: BasePromptTemplate
+) -> BasePromptTemplate:
+    """`prompt`, if it uses exactly the variables the default fills in (a clear error if not)."""
+    wanted, used = set(default.template_vars), set(prompt.template_vars)
+    if used != wanted:
+        raise ArelaError(
+            f"{name} must use {', '.join('{' + v + '}' for v in sorted(wanted))} "
+            f"and nothing else; it uses {', '.join(sorted(used)) or 'none'}"
+        )
+    return prompt

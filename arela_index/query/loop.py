@@ -26,9 +26,6 @@ from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 
 if TYPE_CHECKING:
-    from llama_index.core.base.response.schema import Response
-
-    from arela_index.query.engines import CitedSynthesizer
     from arela_index.retrievers.router import ArelaRouterRetriever
 
 
@@ -206,14 +203,6 @@ class QueryLoop:
         kept = yield from self.grade_steps(question, nodes, trace)
         total(trace, started)
         return kept, trace
-
-    def answer_steps(self, question: Question, synthesizer: CitedSynthesizer) -> Steps[Response]:
-        """`steps`, then the answer a `CitedSynthesizer` writes from what was kept."""
-        started = time.perf_counter()
-        nodes, trace = yield from self.steps(question)
-        response = yield from synthesizer.respond_steps(question.text, nodes, trace)
-        total(trace, started)
-        return response
 
     def grade_steps(
         self, question: Question, nodes: Sequence[NodeWithScore], trace: Trace

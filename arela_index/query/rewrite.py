@@ -6,6 +6,8 @@ import difflib
 import re
 
 from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from pydantic import BaseModel
 
 from arela_index.errors import OllamaUnavailable
@@ -114,13 +116,13 @@ class _Rewrite(BaseModel):
     query: str
 
 
-_REWRITE_PROMPT = (
+REWRITE_PROMPT = PromptTemplate(
     "A search of a code repository for this question found little. Write one short search query "
     "(identifiers and key terms only) that would find the answer.\nQuestion: {question}"
 )
 
 
-class Rewriter:
+class Rewriter(PromptMixin):
     """The question rewritten for another search: by a model when there is one (the offline
     rewrite when it fails or rests), else `offline_rewrite`.
 
@@ -132,7 +134,22 @@ class Rewriter:
         from arela_index.llm.ollama import Rest
 
         self.llm, self.vocabulary = llm, vocabulary
+        self.prompt: BasePromptTemplate = REWRITE_PROMPT
         self._rest = Rest()
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"rewrite_prompt": self.prompt}
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        from arela_index.query.grading import checked_prompt
+
+        if "rewrite_prompt" in prompts:
+            self.prompt = checked_prompt(
+                prompts["rewrite_prompt"], "rewrite_prompt", REWRITE_PROMPT
+            )
 
     def rewrite_steps(self, question: Question, trace: Trace) -> Steps[str]:
         if self.llm is not None and (resting := self._rest.why()):
@@ -140,7 +157,7 @@ class Rewriter:
         elif self.llm is not None:
             try:
                 rewritten = yield structured_call(
-                    self.llm, _Rewrite, _REWRITE_PROMPT, question=question.text
+                    self.llm, _Rewrite, self.prompt, question=question.text
                 )
                 if rewritten.query.strip():
                     return kept_limits(question, rewritten.query.strip(), self.vocabulary)

@@ -1,0 +1,238 @@
+"""What a LlamaIndex user expects of `as_query_engine()`, tried with LlamaIndex's own classes on a
+real, indexed git repository: keywords honoured or refused, streaming, node postprocessors,
+callbacks and instrumentation events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from llama_index.core import Settings
+from llama_index.core.base.response.schema import StreamingResponse
+from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.llms import MockLLM
+from llama_index.core.postprocessor import SimilarityPostprocessor
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.response_synthesizers import ResponseMode
+from support.engine_repos import Indexed, ScriptedModel, indexed
+from support.fake_ollama import FakeOllama
+
+from arela_index.errors import ArelaError
+from arela_index.index import ArelaIndex
+from arela_index.llm.ollama import forget_probes
+from arela_index.query.answers import citation
+from arela_index.query.steps import run
+from arela_index.query.trace import Trace
+from arela_index.text.question import Question
+
+QUESTION = "what does parse_config return?"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Indexed:
+    return indexed("taskq", tmp_path_factory.mktemp("conventions"))
+
+
+@pytest.fixture(scope="module")
+def taskq(repo: Indexed) -> ArelaIndex:
+    return repo.load()
+
+
+@contextmanager
+def online(repo: Indexed, model: ScriptedModel) -> Iterator[tuple[ArelaIndex, FakeOllama]]:
+    forget_probes()
+    with FakeOllama(chat_handler=model) as fake:
+        index = repo.load(
+            offline=False,
+            ollama_host=fake.url,
+            router_model="qwen2.5:1.5b",
+            answer_model="qwen2.5-coder:3b",
+            probe_timeout=1.0,
+            router_timeout=1.0,
+            answer_timeout=2.0,
+        )
+        assert index.runtime.online
+        yield index, fake
+    forget_probes()
+
+
+# -- 16.1 keywords honoured or refused --------------------------------------------------------
+
+
+def test_offline_streaming_delivers_the_cited_context_in_pieces(taskq: ArelaIndex) -> None:
+    whole = taskq.as_query_engine().query(QUESTION)
+    streamed = taskq.as_query_engine(streaming=True).query(QUESTION)
+    assert isinstance(streamed, StreamingResponse)
+    pieces = list(streamed.response_gen)
+    assert len(pieces) > 1 and "".join(pieces) == str(whole)
+    assert [n.node.node_id for n in streamed.source_nodes] == [
+        n.node.node_id for n in whole.source_nodes
+    ]
+    assert streamed.metadata is not None and streamed.metadata["arela"].memory_names
+
+
+def test_online_streaming_delivers_the_models_tokens(repo: Indexed) -> None:
+    model = ScriptedModel()  # its answer cites the first passage it was given
+    with online(repo, model) as (index, _):
+        streamed = index.as_query_engine(streaming=True).query(QUESTION)
+        assert isinstance(streamed, StreamingResponse)
+        pieces = list(streamed.response_gen)
+    text = "".join(pieces)
+    # The fake streams 16 characters a line; the answer arrives as the model's own pieces.
+    assert len(pieces) > 2 and text.startswith("From the context:")
+    assert model.seen["answer"] and "Sources:" not in text and text.rstrip().endswith("]")
+
+
+def test_node_postprocessors_run_after_the_grader(taskq: ArelaIndex) -> None:
+    graded = taskq.as_query_engine().query(QUESTION)
+    scores = [n.score or 0.0 for n in graded.source_nodes]
+    assert scores and all(0.0 <= s <= 1.0 for s in scores) and min(scores) < 0.99
+    cutoff = 0.99
+    kept = taskq.as_query_engine(
+        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=cutoff)]
+    ).query(QUESTION)
+    assert [n.node.node_id for n in kept.source_nodes] == [
+        n.node.node_id for n in graded.source_nodes if (n.score or 0.0) >= cutoff
+    ]
+    steps = [s for s in kept.metadata["arela"].steps if s["kind"] == "postprocess"]
+    assert steps and steps[0]["by"] == ["SimilarityPostprocessor"]
+    none = taskq.as_query_engine(
+        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=1.01)]
+    ).query(QUESTION)
+    assert none.metadata["abstained"] and "SimilarityPostprocessor kept none" in str(none)
+
+
+def test_response_modes_are_honoured_or_refused_in_one_line(taskq: ArelaIndex) -> None:
+    cited = taskq.as_query_engine(response_mode=ResponseMode.COMPACT).query(QUESTION)
+    assert citation(cited.source_nodes[0]) in str(cited)
+    bare = taskq.as_query_engine(response_mode="no_text").query(QUESTION)
+    assert str(bare) in ("", "None") and bare.source_nodes
+    with pytest.raises(
+        ArelaError, match=r"^response_mode 'tree_summarize' is not supported: .*compact or no_text$"
+    ):
+        taskq.as_query_engine(response_mode="tree_summarize")
+
+
+def test_unknown_query_engine_keywords_are_one_clear_error(taskq: ArelaIndex) -> None:
+    with pytest.raises(ArelaError, match=r"^as_query_engine\(\) does not take text_qa_template: "):
+        taskq.as_query_engine(text_qa_template="{query_str}")
+    assert len(taskq.as_query_engine(similarity_top_k=1).query(QUESTION).source_nodes) == 1
+
+
+# -- 16.2 callbacks and instrumentation -------------------------------------------------------
+
+
+def _events(debug: LlamaDebugHandler) -> dict[CBEventType, int]:
+    return {
+        kind: len(debug.get_event_pairs(kind))
+        for kind in (CBEventType.QUERY, CBEventType.RETRIEVE, CBEventType.SYNTHESIZE)
+    }
+
+
+def test_settings_callback_manager_sees_query_retrieve_and_synthesize(taskq: ArelaIndex) -> None:
+    debug = LlamaDebugHandler()
+    previous = Settings.callback_manager
+    Settings.callback_manager = CallbackManager([debug])
+    try:
+        taskq.as_query_engine().query(QUESTION)
+        asyncio.run(taskq.as_query_engine().aquery(QUESTION))
+    finally:
+        Settings.callback_manager = previous
+    # The memories' own retrievers report too, inside the query loop's one RETRIEVE each.
+    events = _events(debug)
+    assert events[CBEventType.QUERY] == events[CBEventType.SYNTHESIZE] == 2
+    assert events[CBEventType.RETRIEVE] >= 2
+
+
+def test_a_given_callback_manager_sees_the_events(taskq: ArelaIndex) -> None:
+    debug = LlamaDebugHandler()
+    taskq.as_query_engine(callback_manager=CallbackManager([debug])).query(QUESTION)
+    events = _events(debug)
+    assert events[CBEventType.QUERY] == events[CBEventType.SYNTHESIZE] == 1
+    assert events[CBEventType.RETRIEVE] >= 1
+
+
+class _Seen(BaseEventHandler):
+    names: list[str]
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        self.names.append(event.class_name())
+
+
+def test_instrumentation_sees_synthesize_events(taskq: ArelaIndex) -> None:
+    seen = _Seen(names=[])
+    root = get_dispatcher()
+    root.add_event_handler(seen)
+    try:
+        taskq.as_query_engine().query(QUESTION)
+    finally:
+        root.event_handlers.remove(seen)
+    for name in ("QueryStartEvent", "SynthesizeStartEvent", "SynthesizeEndEvent", "QueryEndEvent"):
+        assert name in seen.names
+    assert seen.names.index("SynthesizeStartEvent") < seen.names.index("SynthesizeEndEvent")
+
+
+# -- 16.2 Settings.llm and prompts ------------------------------------------------------------
+
+
+def test_a_user_set_settings_llm_answers(taskq: ArelaIndex) -> None:
+    previous = Settings._llm
+    Settings.llm = MockLLM()  # it answers by echoing the prompt it was given
+    try:
+        response = taskq.as_query_engine().query(QUESTION)
+    finally:
+        Settings._llm = previous
+    assert str(response).startswith("You answer a developer's question about a code repository")
+    assert citation(response.source_nodes[0]) in str(response)
+    offline = taskq.as_query_engine().query(QUESTION)
+    assert str(offline).startswith(f"Most relevant context for: {QUESTION}")
+
+
+def test_prompts_are_exposed_and_an_updated_prompt_is_really_sent(repo: Indexed) -> None:
+    model = ScriptedModel(relevant=lambda passage, prompt: False, rewrite="parse_config")
+    with online(repo, model) as (index, _):
+        engine = index.as_query_engine()
+        prompts = engine.get_prompts()
+        assert {
+            "response_synthesizer:answer_prompt",
+            "router:selector:route_prompt",
+            "grader:grade_prompt",
+            "rewriter:rewrite_prompt",
+        } <= set(prompts)
+        assert "{passages}" in prompts["response_synthesizer:answer_prompt"].get_template()
+        engine.update_prompts(
+            {
+                "response_synthesizer:answer_prompt": PromptTemplate(
+                    "ANSWER LIKE A PIRATE.\n{passages}\nQ: {question}"
+                ),
+                "grader:grade_prompt": PromptTemplate("GRADE STRICTLY.\n{passages}\nQ: {question}"),
+                "rewriter:rewrite_prompt": PromptTemplate("REWRITE TERSELY: {question}"),
+            }
+        )
+        engine.query("what does the scheduler do with a cron expression?")
+        # A retry asks the model for a rewrite only when the offline moves are spent: ask directly.
+        question = Question.of("what does the scheduler do with a cron expression?")
+        rewriter = engine.arela_retriever.loop.rewriter
+        assert run(rewriter.rewrite_steps(question, Trace(question=question.text)))
+    assert model.seen["grade"] and all(p.startswith("GRADE STRICTLY.") for p in model.seen["grade"])
+    assert model.seen["rewrite"] and model.seen["rewrite"][0].startswith("REWRITE TERSELY:")
+    model.relevant = lambda passage, prompt: True
+    with online(repo, model) as (index, _):
+        engine = index.as_query_engine()
+        engine.update_prompts(
+            {
+                "response_synthesizer:answer_prompt": PromptTemplate(
+                    "ANSWER LIKE A PIRATE.\n{passages}\nQ: {question}"
+                )
+            }
+        )
+        engine.query(QUESTION)
+    assert model.seen["answer"][-1].startswith("ANSWER LIKE A PIRATE.")
+    with pytest.raises(ArelaError, match=r"^answer_prompt must use \{passages\}, \{question\}"):
+        engine.update_prompts({"response_synthesizer:answer_prompt": PromptTemplate("{query_str}")})
