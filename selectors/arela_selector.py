@@ -47,7 +47,13 @@ from arela_index.selectors.intents import (
 )
 from arela_index.selectors.llm_stage import DEFAULT_PROMPT, PROMPT_VARIABLES, LLMStage, LLMVerdict
 from arela_index.selectors.prototypes import Prototypes
-from arela_index.selectors.tools import closest_tool, description_terms, memory_indexes, memory_of
+from arela_index.selectors.tools import (
+    closest_tool,
+    description_terms,
+    memory_indexes,
+    memory_of,
+    named_tool,
+)
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
@@ -114,12 +120,26 @@ class ArelaSelector(BaseSelector):
     # -- BaseSelector -----------------------------------------------------------------------
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
-        return self.selection(run(self.route_steps(Question.read(query, empty_ok=True), choices)))
+        route = run(self.route_steps(Question.read(query, empty_ok=True), choices))
+        return self.selection(route, choices)
 
     async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
-        return self.selection(
-            await arun(self.route_steps(Question.read(query, empty_ok=True), choices))
-        )
+        route = await arun(self.route_steps(Question.read(query, empty_ok=True), choices))
+        return self.selection(route, choices)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
+        vocabulary: Vocabulary | None = None,
+    ) -> ArelaSelector:
+        """A selector for any stock `RouterRetriever` / `RouterQueryEngine` over any tools: it
+        reads their names and descriptions (rules and prototypes; `llm` for unclear questions).
+
+        >>> RouterRetriever(selector=ArelaSelector.from_defaults(), retriever_tools=tools)  # doctest: +SKIP
+        """
+        return cls(vocabulary, llm=llm, embed_model=embed_model)
 
     def _get_prompts(self) -> PromptDictType:
         return {"route_prompt": self._prompt}
@@ -322,6 +342,8 @@ class ArelaSelector(BaseSelector):
         route = draft.route
         if draft.tools is None:
             return [(MEMORIES.index(m), reason) for m, reason in route.memories]
+        if draft.choices and (named := named_tool(route.question, draft.choices, draft.tools)):
+            return [named]
         picks = [(draft.tools[m], reason) for m, reason in route.memories if m in draft.tools]
         if picks or route.out_of_scope or not draft.choices:
             return picks
@@ -349,10 +371,16 @@ class ArelaSelector(BaseSelector):
         return ", ".join(f"{i} ({c:.2f})" for i, c in draft.route.intents) or "out_of_scope (weak)"
 
     @staticmethod
-    def selection(route: Trace) -> ArelaSelection:
-        """The stock answer to `select`, carrying the route."""
+    def selection(route: Trace, choices: Sequence[ToolMetadata] | None = None) -> ArelaSelection:
+        """The stock answer to `select`, carrying the route. A stock router fails on an empty
+        selection, so a question no tool is for goes to the closest description, flagged."""
+        picks = list(route.picks)
+        if not picks and choices:
+            index, overlap = closest_tool(route.question, choices)
+            why = "; ".join(route.notes[-1:]) or "no tool is for this question"
+            picks = [(index, f"out of scope ({why}): only the closest description ({overlap:.2f})")]
         return ArelaSelection(
-            selections=[SingleSelection(index=i, reason=r) for i, r in route.picks], route=route
+            selections=[SingleSelection(index=i, reason=r) for i, r in picks], route=route
         )
 
 

@@ -13,7 +13,7 @@ from llama_index.core.tools.types import ToolMetadata
 
 from arela_index.selectors.evidence import stem, variants
 from arela_index.selectors.intents import MEMORIES
-from arela_index.text.tokens import tokenize
+from arela_index.text.tokens import STOPWORDS, tokenize
 
 _DESCRIBES = {
     "code": re.compile(
@@ -78,4 +78,33 @@ def description_terms(tools: Iterable[ToolMetadata]) -> frozenset[str]:
     """The words tools describe themselves with, for judging whether a question is theirs."""
     return frozenset(
         v for tool in tools for t in tokenize(tool.description) if len(t) > 2 for v in variants(t)
+    )
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(t) for t in tokenize(text) if len(t) > 3 and t.lower() not in STOPWORDS}
+
+
+def named_tool(
+    question: str, tools: Sequence[ToolMetadata], memories: dict[str, int]
+) -> tuple[int, str] | None:
+    """A tool that is none of the memories, chosen when the question uses two or more words only
+    its name and description use ("what does the handbook say about the on-call policy?" →
+    handbook), with the reason naming them; None when no such tool is named."""
+    asked = _stems(question)
+    own = {i: _stems(f"{t.name or ''} {t.description}") for i, t in enumerate(tools)}
+    best: tuple[int, list[str]] | None = None
+    for index, words in own.items():
+        if index in memories.values():
+            continue
+        others = set().union(*(w for i, w in own.items() if i != index))
+        shared = sorted(asked & (words - others))
+        if len(shared) >= 2 and (best is None or len(shared) > len(best[1])):
+            best = (index, shared)
+    if best is None:
+        return None
+    index, shared = best
+    return (
+        index,
+        f"the question uses words only {tools[index].name or 'this tool'} describes: {', '.join(shared)}",
     )
