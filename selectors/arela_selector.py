@@ -116,16 +116,17 @@ class ArelaSelector(BaseSelector):
         self._prototypes = Prototypes(embed_model=embed_model)
         self._prompt: BasePromptTemplate = DEFAULT_PROMPT
         self._llm = LLMStage(llm, self._prompt, llm_cooldown) if llm is not None else None
+        self.closest_when_out_of_scope = False  # from_defaults: for stock routers
 
     # -- BaseSelector -----------------------------------------------------------------------
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
         route = run(self.route_steps(Question.read(query, empty_ok=True), choices))
-        return self.selection(route, choices)
+        return self.selection(route, choices if self.closest_when_out_of_scope else None)
 
     async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
         route = await arun(self.route_steps(Question.read(query, empty_ok=True), choices))
-        return self.selection(route, choices)
+        return self.selection(route, choices if self.closest_when_out_of_scope else None)
 
     @classmethod
     def from_defaults(
@@ -139,7 +140,10 @@ class ArelaSelector(BaseSelector):
 
         >>> RouterRetriever(selector=ArelaSelector.from_defaults(), retriever_tools=tools)  # doctest: +SKIP
         """
-        return cls(vocabulary, llm=llm, embed_model=embed_model)
+        selector = cls(vocabulary, llm=llm, embed_model=embed_model)
+        # A stock router raises on an empty selection: out of scope, the closest tool, flagged.
+        selector.closest_when_out_of_scope = True
+        return selector
 
     def _get_prompts(self) -> PromptDictType:
         return {"route_prompt": self._prompt}

@@ -106,5 +106,8 @@ def named_tool(
     index, shared = best
     return (
         index,
-        f"the question uses words only {tools[index].name or 'this tool'} describes: {', '.join(shared)}",
+        (
+            f"closest description: the question uses words only {tools[index].name or 'this tool'} "
+            f"describes ({', '.join(shared)})"
+        ),
     )

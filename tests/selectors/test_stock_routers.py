@@ -58,7 +58,7 @@ def test_the_memories_tools_still_get_their_questions(tools: list[RetrieverTool]
     assert nodes and all(n.node.metadata.get("memory") == "graph" for n in nodes)
 
 
-def test_an_out_of_scope_question_goes_to_the_closest_tool_flagged(
+def test_out_of_scope_from_defaults_goes_to_the_closest_tool_flagged(
     tools: list[RetrieverTool],
 ) -> None:
     question = "what is the capital of France?"
@@ -69,3 +69,5 @@ def test_an_out_of_scope_question_goes_to_the_closest_tool_flagged(
     assert isinstance(chosen, ArelaSelection) and len(chosen.inds) == 1
     assert chosen.reasons[0].startswith("out of scope")
     assert chosen.route is not None and chosen.route.out_of_scope
+    # The selector arela-index's own router uses still selects nothing: it abstains instead.
+    assert ArelaSelector().select([t.metadata for t in tools], question).selections == []
