@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from llama_index.core.schema import NodeWithScore
 
-from arela_index.nodes import fresh
+from arela_index.nodes import distinct_spans, fresh
 from arela_index.query.grading import Group, RelevanceGrader, missing_names
 from arela_index.query.rewrite import Rewriter, closest_names
 from arela_index.query.steps import Steps
@@ -296,22 +296,6 @@ class QueryLoop:
         rewritten = Question.of(plan.query)
         found = yield from self.router.fetch_steps(memories, rewritten, trace)
         return [(rewritten, found)]
-
-
-def distinct_spans(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-    """The nodes in their order, without a second source for lines an earlier one already cites
-    (a graph summary and the definition of one symbol, a chunk found by two memories)."""
-    seen: set[tuple[str, int, int]] = set()
-    out: list[NodeWithScore] = []
-    for node in nodes:
-        meta = node.node.metadata
-        path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
-        if path and start is not None and end is not None and not meta.get("commit"):
-            if (path, start, end) in seen:
-                continue
-            seen.add((path, start, end))
-        out.append(node)
-    return out
 
 
 def total(trace: Trace, started: float) -> None:
