@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
@@ -16,6 +17,16 @@ from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.stores.code import CodeStore, EmbeddingInfo
 from arela_index.text.entities import Vocabulary
+
+if TYPE_CHECKING:
+    from llama_index.core.chat_engine.types import BaseChatEngine
+    from llama_index.core.tools import QueryEngineTool
+
+    from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
+    from arela_index.retrievers.audit import AuditLogRetriever
+    from arela_index.retrievers.code import CodeMemoryRetriever
+    from arela_index.retrievers.graph import CodeGraphRetriever
+    from arela_index.selectors.arela_selector import ArelaSelector
 
 
 class ArelaIndex:
@@ -45,7 +56,7 @@ class ArelaIndex:
         self.persist_dir = folder.parent
         self.manifest = Manifest.read(folder)
         self.root = Path(self.manifest.repo_root)
-        self.code = CodeStore.load(folder / "code")
+        self.code = CodeStore.load(folder / "code", self.config.vector_store)
         self.graph = GraphStore.load(folder / "graph")
         self.audit = AuditStore.load(folder / "audit")
         self.notes: list[str] = [n for n in [say_offline_once(self.config, self.runtime)] if n]
@@ -56,6 +67,11 @@ class ArelaIndex:
         )
         if note:
             self.notes.append(note)
+        if self.embed_model is not None and (store := self.code.missing_store):
+            self.notes.append(
+                f"dense retrieval is off, sparse only: the vectors are in {store}; "
+                "pass that store as vector_store= to use them"
+            )
         self.__dict__.pop("vocabulary", None)
         self.__dict__.pop("term_weights", None)
 
@@ -73,6 +89,14 @@ class ArelaIndex:
             return cls(existing, config, runtime)
         summary = build_index(root, config, runtime, refresh=existing is not None)
         return cls(_require(persist_dir), config, runtime, summary)
+
+    @classmethod
+    async def afrom_repo(
+        cls, path: str | Path, *, refresh: bool = True, **settings: Any
+    ) -> ArelaIndex:
+        """`from_repo` for async code: the build or load runs in a worker thread, so the event
+        loop goes on serving other tasks meanwhile."""
+        return await asyncio.to_thread(cls.from_repo, path, refresh=refresh, **settings)
 
     @classmethod
     def build(cls, path: str | Path, *, refresh: bool = False, **settings: Any) -> ArelaIndex:
@@ -142,19 +166,19 @@ class ArelaIndex:
         }
         return [name for name, is_empty in empty.items() if not is_empty]
 
-    def code_retriever(self, top_k: int | None = None) -> Any:
+    def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
 
         return CodeMemoryRetriever(self.code, self.embed_model, top_k=top_k or self.config.top_k)
 
-    def graph_retriever(self, top_k: int | None = None) -> Any:
+    def graph_retriever(self, top_k: int | None = None) -> CodeGraphRetriever:
         from arela_index.retrievers.graph import CodeGraphRetriever
 
         return CodeGraphRetriever(
             self.graph, top_k=top_k or self.config.graph_fanout, fanout=self.config.graph_fanout
         )
 
-    def audit_retriever(self, top_k: int | None = None) -> Any:
+    def audit_retriever(self, top_k: int | None = None) -> AuditLogRetriever:
         from arela_index.retrievers.audit import AuditLogRetriever
 
         return AuditLogRetriever(
@@ -171,7 +195,7 @@ class ArelaIndex:
 
         return make_llm(self.config, model, timeout)
 
-    def selector(self) -> Any:
+    def selector(self) -> ArelaSelector:
         """The ArelaSelector over this index's memories and vocabulary."""
         from arela_index.selectors.arela_selector import ArelaSelector
 
@@ -182,7 +206,7 @@ class ArelaIndex:
             embed_model=self.embed_model,
         )
 
-    def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> Any:
+    def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> ArelaRetriever:
         """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
@@ -220,14 +244,16 @@ class ArelaIndex:
         )
         return ArelaRetriever(router, grader)
 
-    def as_query_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
+    def as_query_engine(
+        self, llm: Any = None, top_k: int | None = None, **kwargs: Any
+    ) -> ArelaQueryEngine:
         """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
         from arela_index.query.engines import ArelaQueryEngine, CitedSynthesizer
 
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         return ArelaQueryEngine(self.as_retriever(top_k, **kwargs), CitedSynthesizer(llm))
 
-    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
+    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> BaseChatEngine:
         """Condense + context chat over the routed retriever (offline: name carry-over, cited context)."""
         from arela_index.query.engines import OfflineChatEngine
 
@@ -240,7 +266,9 @@ class ArelaIndex:
             retriever=self.as_retriever(top_k), llm=llm
         )
 
-    def as_tool(self, name: str = "repository_context", llm: Any = None, **_: Any) -> Any:
+    def as_tool(
+        self, name: str = "repository_context", llm: Any = None, **_: Any
+    ) -> QueryEngineTool:
         """A `QueryEngineTool` an agent can call with a full question about this repository."""
         from llama_index.core.tools import QueryEngineTool
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
@@ -27,3 +29,8 @@ class MemoryRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.search(query_bundle.query_str)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # A search is CPU work (BM25, graph walks, SQLite) or a blocking call (an embedder): on
+        # the event loop it would hold up every other task for its length.
+        return await asyncio.to_thread(self.search, query_bundle.query_str)

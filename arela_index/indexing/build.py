@@ -236,6 +236,7 @@ def _build_index(
                         previous=previous[1] if previous else None,
                         progress=embed_progress,
                         tokens=tokens,
+                        vector_store=config.vector_store,
                     )
                     embed_progress.close()
                 with _timer(timings, "graph"):
