@@ -103,6 +103,8 @@ class ArelaConfig:
 def _llamaindex_objects(overrides: dict[str, Any]) -> dict[str, Any]:
     """`embed_model=<BaseEmbedding>` and `storage_context=` as the settings that hold them."""
     overrides = dict(overrides)
+    if "embed_model" in overrides and overrides["embed_model"] is None:
+        del overrides["embed_model"]  # no model of the user's: the default one
     model = overrides.get("embed_model")
     if model is not None and not isinstance(model, str):
         from llama_index.core.base.embeddings.base import BaseEmbedding
