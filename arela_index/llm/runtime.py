@@ -89,7 +89,9 @@ def user_embedding(config: ArelaConfig) -> BaseEmbedding | None:
 
 def describe_embedding(model: BaseEmbedding) -> EmbeddingInfo:
     """How the manifest names a user's model: its class and its `model_name`."""
-    return EmbeddingInfo(model.class_name(), str(getattr(model, "model_name", "") or "unnamed"))
+    # The class itself, not `class_name()`: a subclass that does not override it says
+    # "base_component".
+    return EmbeddingInfo(type(model).__name__, str(getattr(model, "model_name", "") or "unnamed"))
 
 
 def embedder_for_build(
