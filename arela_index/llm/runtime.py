@@ -80,7 +80,7 @@ def user_embedding(config: ArelaConfig) -> BaseEmbedding | None:
     """The user's own embedding model: `embed_model=` given a model, else `Settings.embed_model`
     when the user set it (read without resolving LlamaIndex's default, which is OpenAI's)."""
     if config.embedder is not None:
-        return config.embedder  # type: ignore[no-any-return]
+        return config.embedder
     from llama_index.core import Settings
 
     chosen = Settings._embed_model
