@@ -2,15 +2,19 @@
 
     python benchmarks/bench_async.py [--repo /work/bench-repos/pytest]
         [--index /tmp/arela-bench-async/pytest] [--concurrent 20] [--rounds 5] [--static]
+        [--workers N]
 
 Builds the repository's index once (offline) into `--index`, outside the repository, and loads
 it. A ticker task wakes every millisecond and records how late it woke: the lateness is how
 long something else held the event loop. Each round starts `--concurrent` `aretrieve` calls of
 `index.as_retriever()` at once (the labelled pytest questions, a different slice each round)
 and reports the longest stall, the 99th percentile of the ticks' lateness, and the wall time of
-the round; then the ticker alone, whose lateness is the machine's own (other processes). Work that runs on the loop (a retriever searching in place) shows as a long stall;
-work handed to threads does not. `--static` builds and queries with the packaged static
-embedding (dense retrieval fused with BM25) instead of BM25 alone.
+the round; then the ticker alone, whose lateness is the machine's own (other processes). Work
+that runs on the loop (a retriever searching in place) shows as a long stall; work handed to
+threads does not. `--static` builds and queries with the packaged static
+embedding (dense retrieval fused with BM25) instead of BM25 alone. `--workers N` gives the loop a
+default executor of N threads (Python's default: CPU count + 4, at most 32): arela-index awaits
+its work there, and CPU-bound threads that contend for the interpreter lock delay the loop too.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _common import open_index
@@ -66,6 +71,10 @@ async def _idle(seconds: float) -> float:
 
 
 async def _main(args: argparse.Namespace) -> None:
+    if args.workers:
+        # arela-index awaits its work through the loop's default executor (asyncio.to_thread),
+        # so an app chooses how many threads it may take.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(args.workers))
     settings = {"offline": True, "show_progress": False}
     if args.static:
         settings["offline_embedding"] = "static"
@@ -100,6 +109,9 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--static", action="store_true")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="threads of the loop's default executor"
+    )
     asyncio.run(_main(parser.parse_args()))
 
 
