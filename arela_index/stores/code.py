@@ -260,6 +260,8 @@ class CodeStore:
         dense = None
         if embedding is not None and record is not None:
             if record.get("file"):
+                if vector_store is not None:  # refused, as any store other than the recorded one
+                    ChunkVectors.attach(vector_store, chunks, embedding.dim, record)
                 dense = ChunkVectors.load_faiss(directory, len(chunks), embedding.dim)
             elif vector_store is not None:
                 dense = ChunkVectors.attach(vector_store, chunks, embedding.dim, record)

@@ -227,6 +227,29 @@ def test_another_collection_is_refused_in_one_line(
     assert "\n" not in message
 
 
+def test_a_faiss_index_loaded_with_a_store_is_refused_and_moves_there_on_a_build(
+    repo: GitRepo, tmp_path: Path, qdrant: QdrantVectorStore
+) -> None:
+    model = CountingHashEmbedding()
+    _build(repo, tmp_path / "index", embed_model=model)
+    with pytest.raises(
+        ArelaError, match="keeps its vectors in faiss, not in the QdrantVectorStore"
+    ):
+        ArelaIndex.load(tmp_path / "index", offline=True, embed_model=model, vector_store=qdrant)
+    embedded = len(model.texts)
+    moved = ArelaIndex.from_repo(
+        repo.root,
+        persist_dir=str(tmp_path / "index"),
+        offline=True,
+        show_progress=False,
+        embed_model=model,
+        vector_store=qdrant,
+    )
+    assert moved.code.dense is not None and moved.code.dense.store is qdrant
+    assert len(_points(qdrant)) == len(moved.code.chunks)
+    assert len(model.texts) == embedded  # the vectors FAISS had were moved, not made again
+
+
 def test_a_store_that_goes_away_leaves_bm25_answering(
     repo: GitRepo, tmp_path: Path, qdrant: QdrantVectorStore
 ) -> None:
