@@ -79,7 +79,11 @@ class ArelaIndex:
 
     @classmethod
     def from_repo(cls, path: str | Path, *, refresh: bool = True, **settings: Any) -> ArelaIndex:
-        """Load the repository's index, refreshed against the working tree; build it when there is none."""
+        """Load the repository's index, refreshed against the working tree; build it when there is none.
+
+        `settings` are `ArelaConfig`'s, and as in LlamaIndex `embed_model` (a `BaseEmbedding`, or
+        an Ollama model's name) and `vector_store` (or `storage_context`) for the code memory.
+        """
         config = ArelaConfig().with_(**settings)
         root = resolve_root(path)
         runtime = detect(config)
