@@ -22,6 +22,17 @@ class OllamaUnavailable(ArelaError):
     """Ollama did not answer, lacks a model, or timed out; callers fall back to the offline path."""
 
 
+def printable(text: str, limit: int = 300) -> str:
+    r"""Text from elsewhere (git's stderr, an exception about file bytes) made fit for one line
+    on any terminal: escaped like repr, so no control byte reaches it, and cut to `limit`.
+
+    >>> printable("bad \x00\x1e{o\xff" + "x" * 400, limit=24)
+    'bad \\x00\\x1e{o\\xffxxx...'
+    """
+    shown = ascii(text)[1:-1]
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
 def corrupt(file: object, detail: str) -> IndexProblem:
     """The error for an index file that cannot be read back: names the file and the way out."""
     return IndexProblem(

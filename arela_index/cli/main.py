@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -42,12 +43,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from arela_index.index import ArelaIndex
     from arela_index.query.answers import compact, response_json
 
-    batch = args.question == "-"
-    questions = (line.rstrip("\n") for line in sys.stdin) if batch else iter([_text(args.question)])
-    if not batch and not args.question.strip():
-        raise ArelaError(
-            "the question is empty: ask something about the repository, e.g. `who calls main?`"
-        )
+    batch = args.question == "-" or args.jsonl
+    as_json = args.json or args.jsonl
+    questions = _questions(args)
+    if not batch:
+        questions = iter([_one(next(questions))])
     index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
     # e.g. why dense retrieval is off; the offline notice is logged already
     for note in index.notes:
@@ -55,30 +55,104 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(f"arela: {note}", file=sys.stderr)
     engine = index.as_query_engine(top_k=args.top_k)
     status = EXIT_OK
-    for question in questions:
+    for asked in questions:
+        ident = {"id": asked.id} if asked.id is not None else {}
         try:
-            response = engine.query(question)
+            if asked.error:
+                raise ArelaError(asked.error)
+            response = engine.query(asked.text)
         except ArelaError as exc:
             if not batch:
                 raise
             status = EXIT_USAGE
             print(
-                json.dumps({"question": question, "error": str(exc)})
-                if args.json
+                json.dumps({**ident, "question": asked.text, "error": str(exc)}, ensure_ascii=False)
+                if as_json
                 else f"error: {exc}"
             )
             continue
-        if args.json:
-            print(json.dumps(response_json(question, response), ensure_ascii=False))
+        if as_json:
+            print(json.dumps({**ident, **response_json(asked.text, response)}, ensure_ascii=False))
         else:
             print(compact(str(response)) if batch else str(response).rstrip())
         if args.explain:
             print(
                 (response.metadata or {})["arela"].to_text(),
-                file=sys.stderr if args.json or batch else sys.stdout,
+                file=sys.stderr if as_json or batch else sys.stdout,
             )
         sys.stdout.flush()
     return status
+
+
+@dataclasses.dataclass(frozen=True)
+class _Asked:
+    """One question read from the command line, a file or a batch line."""
+
+    text: str
+    id: Any = None
+    error: str | None = None
+
+
+def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
+    """The questions `arela ask` was given: the argument, a whole file (a pasted bug report with
+    its code blocks and traceback is one question), one per line, or one JSON object per line."""
+    import json
+
+    from arela_index.errors import ArelaError
+
+    if args.file is not None and args.question not in (None, "-"):
+        raise ArelaError("give the question either as an argument or with --file, not both")
+    if args.file is None and args.question is None:
+        raise ArelaError("no question: give one, `-` for one per line on stdin, or --file PATH")
+    source = args.file if args.file is not None else "-"
+    if args.jsonl:
+        for number, line in enumerate(_lines(source), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                yield _Asked(str(record["question"]), record.get("id"))
+            except (ValueError, KeyError, TypeError):
+                yield _Asked(
+                    line.strip()[:80],
+                    error=f'line {number} is not a JSON object with a "question": '
+                    'write one object per line, e.g. {"question": "who calls main?"}',
+                )
+    elif args.file is not None:
+        yield _Asked(_read(source))
+    elif args.question == "-":
+        yield from (_Asked(line.rstrip("\n")) for line in sys.stdin)
+    else:
+        yield _Asked(_text(args.question))
+
+
+def _one(asked: _Asked) -> _Asked:
+    from arela_index.errors import ArelaError
+
+    if not asked.text.strip():
+        raise ArelaError(
+            "the question is empty: ask something about the repository, e.g. `who calls main?`"
+        )
+    return asked
+
+
+def _read(path: str) -> str:
+    """A whole file (or stdin for `-`) as text; bytes that are not UTF-8 become U+FFFD."""
+    from arela_index.errors import ArelaError
+
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise ArelaError(
+            f"cannot read the question file {path!r} ({exc.strerror}): give a readable file"
+        ) from exc
+
+
+def _lines(path: str) -> Iterator[str]:
+    return iter(_read(path).splitlines()) if path != "-" else (line for line in sys.stdin)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -132,10 +206,27 @@ def build_parser() -> argparse.ArgumentParser:
     index.set_defaults(func=cmd_index)
 
     ask = sub.add_parser(
-        "ask", help="ask a question (QUESTION '-' reads one question per line from stdin)"
+        "ask",
+        help="ask a question (QUESTION '-' reads one question per line from stdin)",
+        description="A question comes as the argument, as a whole file (--file PATH, - for "
+        "stdin: a pasted bug report is one question), one per line on stdin (QUESTION '-'), or "
+        'one JSON object per line (--jsonl: {"question": ..., "id": ...}, from --file or stdin).',
     )
     ask.add_argument(
-        "question", metavar="QUESTION", help="the question, or - for one per line on stdin"
+        "question",
+        metavar="QUESTION",
+        nargs="?",
+        help="the question, or - for one per line on stdin",
+    )
+    ask.add_argument(
+        "--file",
+        metavar="PATH",
+        help="read one whole question from PATH (- for stdin), or the batch with --jsonl",
+    )
+    ask.add_argument(
+        "--jsonl",
+        action="store_true",
+        help='batch: one JSON object per line, {"question": ..., "id": ...}; answers as JSON lines',
     )
     _repo_options(
         ask,
@@ -221,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     func: Callable[[argparse.Namespace], int] = args.func
-    from arela_index.errors import ArelaError
+    from arela_index.errors import ArelaError, printable
 
     try:
         return func(args)
@@ -234,8 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("ARELA_DEBUG"):
             raise
+        # Its text may quote bytes of some file: escaped and cut, it stays one readable line.
         print(
-            f"arela: unexpected {type(exc).__name__}: {exc} (set ARELA_DEBUG=1 for the traceback)",
+            f"arela: unexpected {type(exc).__name__}: {printable(str(exc))} "
+            "(set ARELA_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return EXIT_ERROR

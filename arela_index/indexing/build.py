@@ -262,6 +262,11 @@ def _build_index(
             ).save(folder)
     if not scan.files:
         notes.append("no files to index: the repository is empty or everything in it was skipped")
+    if skipped_records := audit.get("skipped_records"):
+        notes.append(
+            f"history: {audit.get('commits', 0)} commits, "
+            f"{skipped_records} records unreadable and skipped"
+        )
     return BuildSummary(
         repo=str(scan.root),
         persist_dir=str(persist_dir),

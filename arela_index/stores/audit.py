@@ -636,7 +636,8 @@ def _ingest(
     total = len(commits)
     base = int(conn.execute("SELECT coalesce(max(id), 0) FROM commits").fetchone()[0])
     done = 0
-    log = read_log(root, facts=facts, commits=commits)
+    unreadable: list[int] = []
+    log = read_log(root, facts=facts, commits=commits, unreadable=unreadable)
     try:
         for batch in _batches(log):
             # Parts of the history arrive interleaved: a commit's id follows from its position.
@@ -645,6 +646,8 @@ def _ingest(
     except GitLogFailed as exc:
         stats["partial"] = True
         stats["note"] = f"git log failed after {done} commits ({exc}); history is incomplete"
+    if unreadable:
+        stats["skipped_records"] = len(unreadable)
     if max_commits and total >= max_commits and not since:
         stats["partial"] = True
         stats["limit"] = max_commits

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets
 import select
 import subprocess
 import tempfile
@@ -22,14 +23,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
+from arela_index.errors import printable
 from arela_index.indexing.languages import detect_language, is_doc
 from arela_index.indexing.scanner import git, git_head, redact_secrets
 
+# A record starts with NUL, RS and a token drawn afresh for each read (the {}). A text patch can
+# hold NUL and RS (git diffs a file as text when its first NUL lies past byte 8,000); it cannot
+# hold a token that did not exist when the file was committed.
 _RECORD = b"\x00\x1e"
-# Fields end with NUL, which no commit message or text patch line can contain.
+# Fields end with NUL, which no commit message can contain.
 # Author name and email as .mailmap resolves them: one person, one name.
-_FORMAT = "%x00%x1e%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
+_FORMAT = "%x00%x1e{}%H%x00%P%x00%aN%x00%aE%x00%aI%x00%at%x00%s%x00%b%x00"
 _FIELDS = 8
+# A commit id: SHA-1, or SHA-256 in a repository that uses it.
+_HASH = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _CHUNK = 1 << 20
 # Below this many commits a second git costs more than it saves.
 _MIN_STRETCH = 200
@@ -249,6 +256,7 @@ def read_log(
     facts: RepoFacts | None = None,
     workers: int = 2,
     commits: list[str] | None = None,
+    unreadable: list[int] | None = None,
 ) -> Iterator[tuple[int, Commit]]:
     """(position, commit) for the commits `list_commits` names; position 0 is the newest.
 
@@ -259,7 +267,8 @@ def read_log(
     each, one from its newest commit down, one from its oldest up, until they meet: however the
     cost is spread over the history, both are busy to the end. Commits of the two interleave as
     they arrive: sort by position for git's own order. In a subfolder of a work tree only commits
-    that touch it are read, with paths relative to it.
+    that touch it are read, with paths relative to it. A record that cannot be read is skipped
+    and its position appended to `unreadable`: one odd commit must not cost the others.
     """
     facts = facts or repo_facts(root)
     if commits is None:
@@ -286,8 +295,10 @@ def read_log(
             ),
             encoding="utf-8",
         )
-        splitters = [_Records() for _ in lists]
-        with _Gits(_log_command(root, attributes, facts.subfolder), lists, folder) as gits:
+        token = secrets.token_hex(8)
+        splitters = [_Records(_RECORD + token.encode()) for _ in lists]
+        command = _log_command(root, attributes, facts.subfolder, token)
+        with _Gits(command, lists, folder) as gits:
             for i, chunk in gits.chunks():
                 stretch, upward = divmod(i, 2) if both else (i, 0)
                 left = unread[stretch]
@@ -299,7 +310,13 @@ def read_log(
                         left[1] = position = high - 1
                     else:
                         position, left[0] = low, low + 1
-                    yield position, _parse(record, facts.boundaries)
+                    try:
+                        commit = _parse(record, facts.boundaries)
+                    except (ValueError, IndexError):
+                        if unreadable is not None:
+                            unreadable.append(position)
+                        continue
+                    yield position, commit
                 if left[0] >= left[1]:
                     gits.stop(i)
                     gits.stop(i ^ 1)  # its partner, if any
@@ -354,7 +371,10 @@ class _Gits:
                         encoding="utf-8", errors="replace"
                     )
                     lines = detail.strip().splitlines()
-                    raise GitLogFailed(lines[-1] if lines else f"exit status {proc.returncode}")
+                    # git may quote a path or an object's bytes: the build summary shows this.
+                    raise GitLogFailed(
+                        printable(lines[-1]) if lines else f"exit status {proc.returncode}"
+                    )
                 yield i, b""
 
     def stop(self, i: int) -> None:
@@ -381,29 +401,34 @@ def _widen(pipe: int) -> None:
 
 
 class _Records:
-    """Cuts one git's output into commit records as its chunks arrive."""
+    """Cuts one git's output into commit records at `marker` as its chunks arrive."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker: bytes) -> None:
+        self._marker = marker
         self._pending: list[bytes] = []
+        self._tail = b""  # the pending output's last len(marker) - 1 bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        # The separator may straddle two chunks; joining only when a record ends keeps a huge
-        # commit's patch from being copied once per chunk.
-        straddles = bool(self._pending) and self._pending[-1].endswith(_RECORD[:1])
+        # The marker may straddle chunks (a read can return a few bytes); joining only when a
+        # record ends keeps a huge commit's patch from being copied once per chunk.
+        keep = len(self._marker) - 1
+        seam = self._tail + chunk[:keep]
         self._pending.append(chunk)
-        if _RECORD not in chunk and not (straddles and chunk.startswith(_RECORD[1:])):
+        self._tail = (self._tail + chunk[-keep:])[-keep:]
+        if self._marker not in chunk and self._marker not in seam:
             return []
-        records = b"".join(self._pending).split(_RECORD)
+        records = b"".join(self._pending).split(self._marker)
         self._pending = [records.pop()]
+        self._tail = self._pending[0][-keep:]
         return [r for r in records if r]
 
     def finish(self) -> list[bytes]:
         last = b"".join(self._pending)
-        self._pending = []
+        self._pending, self._tail = [], b""
         return [last] if last else []
 
 
-def _log_command(root: Path, attributes: Path, subfolder: bool) -> list[str]:
+def _log_command(root: Path, attributes: Path, subfolder: bool, token: str) -> list[str]:
     # The commits come on stdin, in order: no walk, so a part costs nothing to reach.
     return [
         "git", "-C", str(root),
@@ -412,7 +437,8 @@ def _log_command(root: Path, attributes: Path, subfolder: bool) -> list[str]:
         "-c", "core.quotePath=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false",
         "-c", "diff.interHunkContext=0",  # fused hunks would count context lines as changed
         "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--encoding=UTF-8",
-        "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", f"--format={_FORMAT}",
+        "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers",
+        f"--format={_FORMAT.format(token)}",
         "--no-walk=unsorted", "--stdin", *(["--relative"] if subfolder else []),
         "--", *_limit(subfolder),
     ]  # fmt: skip
@@ -424,7 +450,14 @@ def _limit(subfolder: bool) -> list[str]:
 
 
 def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
+    """A commit from one record; ValueError when its header is not one git wrote."""
     parts = record.split(b"\0", _FIELDS)
+    if len(parts) < _FIELDS:
+        raise ValueError(f"{len(parts)} of {_FIELDS} fields")
+    if not _HASH.fullmatch(parts[0]) or not all(map(_HASH.fullmatch, parts[1].split())):
+        raise ValueError("no commit id where one belongs")
+    if not parts[5].isdigit():
+        raise ValueError("no Unix time where one belongs")
     hash_, parents, author, email, date, ts, subject, body = (
         p.decode("utf-8", "replace") for p in parts[:_FIELDS]
     )
@@ -437,7 +470,7 @@ def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
         author=author,
         email=email,
         date=date,
-        timestamp=int(ts or 0),
+        timestamp=int(ts),
         # A key pasted into a message must not reach the audit memory, prompts or answers.
         subject=redact_secrets(subject),
         body=redact_secrets(body.strip()),

@@ -167,6 +167,69 @@ def test_batch_mode_reports_a_bad_line_and_goes_on(
     assert not first["abstained"] and not last["abstained"]
 
 
+ISSUE = """Scheduler crashes on a cron expression with a step
+
+Since upgrading to taskq 2.1 (released last week), scheduling a job with `*/5 * * * *` fails:
+
+```
+Traceback (most recent call last):
+  File "app.py", line 12, in <module>
+    scheduler.schedule(job, "*/5 * * * *")
+  File "src/taskq/scheduler.py", line 16, in schedule
+    job.fields = parse_cron(cron)
+ValueError: invalid literal for int() with base 10: '*/5'
+```
+
+Expected: the job runs every five minutes.
+"""
+
+
+def test_a_whole_file_is_one_question(
+    taskq: Indexed, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    issue = tmp_path / "issue.md"
+    issue.write_text(ISSUE)
+    code, out, _ = ask(taskq, capsys, "--file", str(issue), "--json")
+    (line,) = out.splitlines()
+    answer = json.loads(line)
+    check_contract(answer)
+    assert code == 0 and answer["question"] == ISSUE
+
+
+def test_a_whole_stdin_is_one_question(
+    taskq: Indexed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = ask(taskq, capsys, "--file", "-", "--json", stdin=ISSUE, monkeypatch=monkeypatch)
+    (line,) = out.splitlines()
+    assert code == 0 and json.loads(line)["question"] == ISSUE
+
+
+def test_jsonl_batch_keeps_ids_and_reports_bad_lines(
+    taskq: Indexed, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    batch = tmp_path / "questions.jsonl"
+    batch.write_text(
+        json.dumps({"id": "issue-7", "question": ISSUE})
+        + "\nnot json\n"
+        + json.dumps({"question": "who calls resolve_envvar?"})
+        + "\n"
+    )
+    code, out, _ = ask(taskq, capsys, "--jsonl", "--file", str(batch))
+    first, bad, last = (json.loads(line) for line in out.splitlines())
+    assert code == 2
+    assert first["id"] == "issue-7" and first["question"] == ISSUE
+    assert set(bad) == {"question", "error"} and bad["error"].startswith("line 2 is not a JSON")
+    assert "id" not in last and not last["abstained"]
+
+
+def test_a_missing_question_file_is_one_line_and_exit_code_2(
+    taskq: Indexed, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = ask(taskq, capsys, "--file", str(tmp_path / "nope.md"))
+    assert code == 2 and out == ""
+    assert err.startswith("arela: cannot read the question file") and err.count("\n") == 1
+
+
 def test_explain_prints_the_trace_for_a_person(
     taskq: Indexed, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -173,6 +173,24 @@ def test_bad_input_exits_2_with_one_line_that_says_what_to_do(
     assert not (tmp_path / "idx").exists()
 
 
+def test_an_unexpected_error_quoting_file_bytes_is_one_escaped_line(
+    repo: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fails(*_: object, **__: object) -> None:
+        # What a parser may say about a file's bytes: control codes, non-UTF-8, any length.
+        raise ValueError("invalid literal for int(): '{o\x00\x1e\x1b[2J\udcff\n" + "P" * 5000)
+
+    monkeypatch.setattr(ArelaIndex, "build", fails)
+    code = main(["index", str(repo.root), "--persist-dir", str(tmp_path / "idx"), "--offline"])
+    line = _one_error_line(capsys.readouterr().err)
+    assert code == 1 and line.startswith("arela: unexpected ValueError: invalid literal")
+    assert line.isascii() and line.isprintable() and len(line) < 400
+    assert "\\x1b" in line  # escaped, not sent to the terminal
+
+
 def test_a_missing_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as usage:
         main(["index"])

@@ -316,3 +316,85 @@ def test_a_reader_that_stops_early_leaves_no_git_running(
     next(log)
     log.close()
     assert started and all(proc.returncode is not None for proc in started)
+
+
+# -- framing: no file content can forge a record ---------------------------------------------
+
+
+def _index_history(root: Path, persist: Path, capsys: pytest.CaptureFixture[str]) -> list[Any]:
+    """`arela index ROOT --offline` must exit 0; the audit memory's commits, oldest first."""
+    from arela_index.cli.main import main
+    from arela_index.indexing.persist import current_build
+    from arela_index.stores.audit import AuditStore
+
+    assert main(["index", str(root), "--persist-dir", str(persist), "--offline"]) == 0
+    store = AuditStore.load(current_build(persist) / "audit")
+    return [c for _, c in sorted(store.commits(range(1, store.max_id + 1)).items())]
+
+
+def test_file_content_holding_the_record_separator_cannot_split_a_commit(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git_repo.commit({"m.py": "def f():\n    pass\n"}, "one")
+    # Its first NUL lies past byte 8,000: git diffs it as text, NUL and RS included.
+    git_repo.commit({"d.txt": b"a" * 9000 + b"\x00\x1exyz\n"}, "two")
+    # And one whose bytes spell a whole record, header and all: it stays patch content.
+    forged = b"\x00\x1e" + b"0" * 40 + b"\x00\x00Mallory\x00m@x.org\x002024-01-01T00:00:00+00:00"
+    git_repo.commit(
+        {"e.txt": b"a" * 9000 + forged + b"\x001704067200\x00forged\x00\x00\n"}, "three"
+    )
+    commits = _index_history(git_repo.root, tmp_path / "idx", capsys)
+    assert [c.subject for c in commits] == ["one", "two", "three"]
+    assert {c.author for c in commits} == {"Test"}
+    assert [f.path for f in commits[1].files] == ["d.txt"]
+    assert "unreadable" not in capsys.readouterr().out
+
+
+def test_an_unreadable_record_is_skipped_counted_and_reported(
+    git_repo: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    git_repo.commit({"m.py": "def f():\n    pass\n"}, "one")
+    git_repo.commit({"n.py": "def g():\n    pass\n"}, "two")
+    git_repo.commit({"o.py": "def h():\n    pass\n"}, "three")
+    parse = history._parse
+
+    def damaged(record: bytes, boundaries: frozenset[str]) -> Commit:
+        # Commit "two" as git never writes one: raw bytes where its id belongs.
+        return parse(b"{o\xff\x1b[2J\x00" + record if b"\0two\0" in record else record, boundaries)
+
+    monkeypatch.setattr(history, "_parse", damaged)  # the history's forked process inherits it
+    commits = _index_history(git_repo.root, tmp_path / "idx", capsys)
+    assert [c.subject for c in commits] == ["one", "three"]
+    out, err = capsys.readouterr()
+    assert "history: 2 commits, 1 records unreadable and skipped" in out
+    assert "\x1b" not in out + err
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b"",
+        b"\n" + b"a" * 9000,  # patch bytes with no header
+        b"zz" * 20 + b"\0\0A\0a@x\x002024-01-01T00:00:00+00:00\x001704067200\0s\0b\0",
+        b"ab" * 20 + b"\0not-a-parent\0A\0a@x\x002024-01-01T00:00:00+00:00\x001704067200\0s\0b\0",
+        b"ab" * 20 + b"\0\0A\0a@x\x002024-01-01T00:00:00+00:00\0{o\xff\0s\0b\0",
+    ],
+)
+def test_a_record_whose_header_git_did_not_write_is_refused(record: bytes) -> None:
+    with pytest.raises(ValueError):
+        history._parse(record, frozenset())
+
+
+def test_records_are_cut_alike_however_the_output_is_chunked() -> None:
+    marker = b"\x00\x1e" + b"0123456789abcdef"
+    records = [b"first\x00\x1e", b"\x00\x1e0123", b"x" * 50]
+    output = b"".join(marker + r for r in records)
+    for size in (1, 2, 7, 17, 18, 19, len(output)):
+        splitter = history._Records(marker)
+        cut: list[bytes] = []
+        for start in range(0, len(output), size):
+            cut += splitter.feed(output[start : start + size])
+        assert cut + splitter.finish() == records, size
