@@ -2,7 +2,7 @@
 
     python benchmarks/bench_async.py [--repo /work/bench-repos/pytest]
         [--index /tmp/arela-bench-async/pytest] [--concurrent 20] [--rounds 5] [--static]
-        [--workers N]
+        [--threads N]
 
 Builds the repository's index once (offline) into `--index`, outside the repository, and loads
 it. A ticker task wakes every millisecond and records how late it woke: the lateness is how
@@ -12,18 +12,18 @@ and reports the longest stall, the 99th percentile of the ticks' lateness, and t
 the round; then the ticker alone, whose lateness is the machine's own (other processes). Work
 that runs on the loop (a retriever searching in place) shows as a long stall; work handed to
 threads does not. `--static` builds and queries with the packaged static
-embedding (dense retrieval fused with BM25) instead of BM25 alone. `--workers N` gives the loop a
-default executor of N threads (Python's default: CPU count + 4, at most 32): arela-index awaits
-its work there, and CPU-bound threads that contend for the interpreter lock delay the loop too.
+embedding (dense retrieval fused with BM25) instead of BM25 alone. `--threads N` sets how many threads
+arela-index runs awaited work in (ARELA_ASYNC_THREADS; default the cores, at least 2): CPU-bound
+threads contending for the interpreter lock delay the loop too, the more of them the longer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _common import open_index
@@ -71,10 +71,8 @@ async def _idle(seconds: float) -> float:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    if args.workers:
-        # arela-index awaits its work through the loop's default executor (asyncio.to_thread),
-        # so an app chooses how many threads it may take.
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(args.workers))
+    if args.threads:
+        os.environ["ARELA_ASYNC_THREADS"] = str(args.threads)  # read when the pool is made
     settings = {"offline": True, "show_progress": False}
     if args.static:
         settings["offline_embedding"] = "static"
@@ -110,7 +108,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--static", action="store_true")
     parser.add_argument(
-        "--workers", type=int, default=0, help="threads of the loop's default executor"
+        "--threads", type=int, default=0, help="arela-index's threads for awaited work"
     )
     asyncio.run(_main(parser.parse_args()))
 

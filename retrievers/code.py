@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 
@@ -17,6 +16,7 @@ from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.code import CodeStore, embedding_failure
 from arela_index.stores.code_search import RRF_K, fuse
 from arela_index.stores.vectors import describe_store
+from arela_index.workers import offload
 
 log = logging.getLogger("arela_index")
 # Chunks each ranking hands to fusion; more changed no file among the first five on our sets.
@@ -162,7 +162,7 @@ class CodeMemoryRetriever(MemoryRetriever):
             dense = self._dense
             return found, dense.answered if dense else True, dense.why_not if dense else None
 
-        found, answered, why_not = await asyncio.to_thread(search)
+        found, answered, why_not = await offload(search)
         if self._dense is not None:
             self._dense.remember(answered, why_not)
         return found

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from arela_index.workers import offload
 
 
 class MemoryRetriever(BaseRetriever):
@@ -33,4 +33,4 @@ class MemoryRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # A search is CPU work (BM25, graph walks, SQLite) or a blocking call (an embedder): on
         # the event loop it would hold up every other task for its length.
-        return await asyncio.to_thread(self.search, query_bundle.query_str)
+        return await offload(self.search, query_bundle.query_str)

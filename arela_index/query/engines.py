@@ -30,6 +30,7 @@ from arela_index.query.grading import RelevanceGrader
 from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
 from arela_index.text.entities import extract_mentions
+from arela_index.workers import offload
 
 ANSWER_PROMPT = (
     "You answer a developer's question about a code repository, using only the quoted context.\n"
@@ -83,10 +84,10 @@ class ArelaRetriever(BaseRetriever):
 
     async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
         # Routing, searching and grading are CPU work (and blocking model calls), done in one
-        # worker thread: each step awaited on the loop would hold it, and every span and
-        # callback event there waits for the interpreter lock behind the other queries' threads
-        # (20 concurrent queries stalled the loop 60-100 ms; in one thread each, under 10 ms).
-        return await asyncio.to_thread(self.retrieve_with_trace, query)
+        # worker thread (arela_index.workers): each step awaited on the loop would hold it, and
+        # every span and callback event there waits for the interpreter lock behind the other
+        # queries' threads (20 concurrent queries stalled the loop 70-100 ms; so, ~10-20 ms).
+        return await offload(self.retrieve_with_trace, query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.retrieve_with_trace(query_bundle)[0]
