@@ -135,3 +135,17 @@ def test_loading_without_the_model_answers_sparse_and_says_what_to_pass(
     assert hits[0].node.metadata["symbol"].endswith("send_reminder")
     again = ArelaIndex.load(tmp_path / "index", offline=True, embed_model=CountingHashEmbedding())
     assert again.code_retriever().dense
+
+
+def test_doctor_names_the_users_model_and_what_the_command_line_can_do(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    from arela_index.cli.doctor import diagnose
+    from arela_index.config import ArelaConfig
+
+    _build(repo, tmp_path / "index", embed_model=CountingHashEmbedding())
+    config = ArelaConfig(offline=True, persist_dir=str(tmp_path / "index"))
+    check = {c.name: c for c in diagnose(repo.root, config).checks}["embedding"]
+    assert check.status == "warn"
+    assert "CountingHashEmbedding:hash-words-trigrams" in check.detail
+    assert "ARELA_EMBED_MODEL" not in check.detail
