@@ -2,9 +2,9 @@
 
 Routing, searching and grading are CPU work under the interpreter lock: more threads than cores
 add no throughput, and every extra thread is one more that the event loop's thread queues behind
-each time it takes the lock back (after a syscall, a span's uuid, a future's wake-up). On 2 cores
-20 concurrent `aretrieve` calls stalled the loop up to ~50 ms with Python's default executor (6
-threads) and up to ~20 ms with 2 (`benchmarks/bench_async.py --workers N`).
+each time it takes the lock back (after a syscall, a span's uuid, a future's wake-up). On 2 busy
+cores, under 20 concurrent `aretrieve` calls, the loop's longest stalls ran 50-155 ms with 6
+threads (Python's default executor) and 24-41 ms with 2 (`benchmarks/bench_async.py --threads`).
 `ARELA_ASYNC_THREADS` sets the count (default: the number of cores, at least 2).
 """
 

@@ -86,7 +86,7 @@ class ArelaRetriever(BaseRetriever):
         # Routing, searching and grading are CPU work (and blocking model calls), done in one
         # worker thread (arela_index.workers): each step awaited on the loop would hold it, and
         # every span and callback event there waits for the interpreter lock behind the other
-        # queries' threads (20 concurrent queries stalled the loop 70-100 ms; so, ~10-20 ms).
+        # queries' threads (20 concurrent queries stalled it 50-90 ms in the median round; so 9-28).
         return await offload(self.retrieve_with_trace, query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
