@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.vectors import check_store
 from arela_index.text.entities import Vocabulary
 
 if TYPE_CHECKING:
@@ -46,19 +48,17 @@ class ArelaIndex:
         self.config = config
         self.runtime = runtime
         self.summary = summary
+        self._loading = threading.RLock()  # threads sharing an index read each memory once
         self._open(folder)
 
     def _open(self, folder: Path) -> None:
-        from arela_index.stores.audit import AuditStore
-        from arela_index.stores.graph import GraphStore
-
+        """Read the manifest now and each memory when first used: opening an index costs
+        milliseconds however large it is, and a memory a question never needs is never read."""
         self.folder = folder
         self.persist_dir = folder.parent
-        self.manifest = Manifest.read(folder)
+        self.manifest = Manifest.read(folder, verify=False)
         self.root = Path(self.manifest.repo_root)
-        self.code = CodeStore.load(folder / "code", self.config.vector_store)
-        self.graph = GraphStore.load(folder / "graph")
-        self.audit = AuditStore.load(folder / "audit")
+        self._stores: dict[str, Any] = {}
         self.notes: list[str] = [n for n in [say_offline_once(self.config, self.runtime)] if n]
         info = self.manifest.embedding
         self.embed_model: BaseEmbedding | None
@@ -67,13 +67,59 @@ class ArelaIndex:
         )
         if note:
             self.notes.append(note)
-        if self.embed_model is not None and (store := self.code.missing_store):
+        # Which store holds the vectors is checked now, the code memory being read on first use.
+        recorded = self.manifest.memories.get("code", {}).get("vector_store")
+        if self.config.vector_store is not None and recorded:
+            check_store(recorded, self.config.vector_store)
+        elif self.embed_model is not None and recorded not in (None, "faiss"):
             self.notes.append(
-                f"dense retrieval is off, sparse only: the vectors are in {store}; "
+                f"dense retrieval is off, sparse only: the vectors are in {recorded}; "
                 "pass that store as vector_store= to use them"
             )
         self.__dict__.pop("vocabulary", None)
         self.__dict__.pop("term_weights", None)
+
+    @property
+    def code(self) -> CodeStore:
+        return self._memory("code")
+
+    @property
+    def graph(self) -> Any:
+        return self._memory("graph")
+
+    @property
+    def audit(self) -> Any:
+        return self._memory("audit")
+
+    def _memory(self, name: str) -> Any:
+        """One memory, read (its files checked against the manifest) on first use."""
+        store = self._stores.get(name)
+        if store is not None:
+            return store
+        with self._loading:
+            if name in self._stores:
+                return self._stores[name]
+            try:
+                store = self._load_memory(name)
+            except IndexProblem:
+                # A build that finished meanwhile removed this folder, maybe while we were
+                # reading it: then the new build is the index to read, all its memories alike.
+                newer = _existing(self.persist_dir)
+                if newer is None or newer == self.folder:
+                    raise
+                self._open(newer)
+                store = self._load_memory(name)
+            self._stores[name] = store
+            return store
+
+    def _load_memory(self, name: str) -> Any:
+        from arela_index.stores.audit import AuditStore
+        from arela_index.stores.graph import GraphStore
+
+        self.manifest.verify(self.folder, under=f"{name}/")
+        if name == "code":
+            return CodeStore.load(self.folder / name, self.config.vector_store)
+        return {"graph": GraphStore.load, "audit": AuditStore.load}[name](self.folder / name)
 
     # -- building and loading -------------------------------------------------------------------
 
@@ -128,7 +174,7 @@ class ArelaIndex:
                 return cls(folder, config, runtime)
             except IndexProblem:
                 # A build that finished meanwhile removes the folder it replaced, maybe while we
-                # were reading it: then the new one is the index to read.
+                # were reading its manifest: then the new one is the index to read.
                 newer = _existing(persist)
                 if newer is None or newer == folder:
                     raise
@@ -140,6 +186,20 @@ class ArelaIndex:
         self.summary = build_index(self.root, self.config, self.runtime, refresh=True)
         self._open(_require(self.persist_dir))
         return self.summary
+
+    def staleness(self) -> Any:
+        """How the repository differs from what this index was built from (falsy: not at all)."""
+        from arela_index.indexing.freshness import staleness_of
+
+        return staleness_of(
+            self.root, self.config, self.runtime, self.persist_dir, self.folder, self.manifest
+        )
+
+    def partial_memories(self) -> list[Any]:
+        """The memories this index holds only in part (`health.Partial`: why, what to do)."""
+        from arela_index.indexing.health import partial_memories
+
+        return partial_memories(self.manifest.memories, str(self.root))
 
     # -- memories ------------------------------------------------------------------------------
 
@@ -157,9 +217,8 @@ class ArelaIndex:
         """How informative each word is here (idf over the code memory): the grader's evidence."""
         from arela_index.query.term_weights import TermWeights
 
-        return (
-            TermWeights.uniform() if self.code.is_empty() else TermWeights.from_bm25(self.code.bm25)
-        )
+        sparse = self.code.sparse
+        return TermWeights.uniform() if sparse is None else TermWeights.from_index(sparse)
 
     def available_memories(self) -> list[str]:
         """Memories with something in them: the router never routes to an empty one."""

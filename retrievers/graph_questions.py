@@ -116,7 +116,8 @@ _QUESTION_WORDS = frozenset(
         member members define defines defined definition declared where which what who how does
         reach path chain module modules file files symbol symbols implement implements
         implemented extend extends derive derives show find list depend depends dependency
-        dependencies field fields""",
+        dependencies field fields type types struct structs trait traits interface interfaces
+        enum enums implementation implementations implementor implementors""",
     )
 )
 
@@ -177,16 +178,16 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
         modules = store.modules_at(path)
         if modules:
             add(Entity(path, modules, "path"))
-        else:  # `config.py`-like names may be dotted symbols too
-            add(
-                Entity(
-                    path,
-                    *store.find(path.rsplit(".", 1)[0] if "/" not in path else path, fuzzy=False),
-                )
-            )
+        elif "/" in path:
+            add(Entity(path, *store.find(path, fuzzy=False)))
+        else:  # `res.json`, `config.py`: a dotted symbol, or a module by its file's name
+            whole = store.find(path, fuzzy=False)
+            add(Entity(path, *(whole if whole[0] else store.find(path.rsplit(".", 1)[0], False))))
     if not found:
         for word in mentions.words:
-            if word.lower() not in _QUESTION_WORDS:
+            # "class Function": a word that names a relation elsewhere names a symbol here.
+            named = word[:1].isupper() and _said_kind(question, word) is not None
+            if word.lower() not in _QUESTION_WORDS or named:
                 add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
     lowered = question.lower()
 
@@ -198,19 +199,54 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
     return found
 
 
-def narrow(entity: Entity, relation: str, store: GraphStore) -> Entity:
-    """Fewer candidates where the relation or the code settles it: a subclass question is about a
-    class, and a module named after its class (`Log.java` defining `Log`) stands for that class."""
+def narrow(entity: Entity, relation: str, store: GraphStore, question: str = "") -> Entity:
+    """Fewer candidates where the question, the relation or the code settles it: "class X" is a
+    class, a subclass question is about a class, and a module named after its class (`Log.java`
+    defining `Log`) stands for that class. Among several left, one is clearly best when it alone
+    is spelled as asked, or alone lives outside tests, examples and docs."""
     if not entity.ambiguous:
         return entity
     kinds = {c: (store.symbol(c) or {}).get("kind") for c in entity.candidates}
-    wanted = _WANTED.get(relation)
+    wanted = _said_kind(question, entity.mention) or _WANTED.get(relation)
     kept = [
         c for c in entity.candidates if wanted is None or kinds[c] in wanted
     ] or entity.candidates
     namesakes = {c.rpartition(".")[0] for c in kept if kinds[c] in CLASS_KINDS}
     kept = [c for c in kept if not (kinds[c] == "module" and c in namesakes)] or kept
+    last = entity.mention.replace("::", ".").rpartition(".")[2]
+    for best in (
+        lambda c: c.rpartition(".")[2] == last,
+        lambda c: not _ASIDE.search("/" + str((store.symbol(c) or {}).get("path", ""))),
+    ):
+        if len(kept) > 1:
+            kept = [c for c in kept if best(c)] or kept
     return Entity(entity.mention, kept, entity.how)
+
+
+# Where code lives that is not the repository's own API: a name defined there and in the
+# package too means the package's.
+_ASIDE = re.compile(r"/(?:tests?|testing|spec|__tests__|examples?|docs?|bench(?:marks?)?)/", re.I)
+_KIND_WORDS = {
+    "class": CLASS_KINDS,
+    "struct": CLASS_KINDS,
+    "trait": CLASS_KINDS,
+    "interface": CLASS_KINDS,
+    "enum": CLASS_KINDS,
+    "type": CLASS_KINDS,
+    "function": CALLABLE_KINDS,
+    "method": CALLABLE_KINDS,
+    "module": frozenset({"module"}),
+}
+
+
+def _said_kind(question: str, mention: str) -> frozenset[str] | None:
+    """The kinds a question gives a name ("class Function", "the Sink trait"), if it does."""
+    name = re.escape(mention)
+    words = "|".join(_KIND_WORDS)
+    said = re.search(rf"\b({words})\s+`?{name}\b|\b{name}`?\s+({words})\b", question, re.I)
+    if said is None:
+        return None
+    return frozenset(_KIND_WORDS[(said.group(1) or said.group(2)).lower()])
 
 
 def understand(question: str, store: GraphStore) -> GraphQuestion:
@@ -223,7 +259,9 @@ def understand(question: str, store: GraphStore) -> GraphQuestion:
     entities = entities_of(question, store, fuzzy_words=relation != "neighbourhood")
     if relation == "path" and len(entities) < 2:
         relation = relation_of(question, exclude=frozenset({"path"}))
-    return GraphQuestion(relation, _scoped([narrow(e, relation, store) for e in entities]))
+    return GraphQuestion(
+        relation, _scoped([narrow(e, relation, store, question) for e in entities])
+    )
 
 
 def _scoped(entities: list[Entity]) -> list[Entity]:

@@ -61,6 +61,16 @@ def describe_store(record: dict[str, Any]) -> str:
     return f"{record['class']} {collection!r}" if collection else str(record["class"])
 
 
+def check_store(recorded: str, given: BasePydanticVectorStore) -> None:
+    """Refuse a vector store other than the one `recorded` (`describe_store`) in one line."""
+    if describe_store(store_record(given)) != recorded:
+        raise ArelaError(
+            f"this index keeps its vectors in {recorded}, not in the "
+            f"{describe_store(store_record(given))} given: pass that store, or rebuild with "
+            "`arela index <repo>`"
+        )
+
+
 class ChunkVectors:
     """The vectors of a code memory's chunks in a vector store, and cosine search over them.
 
@@ -132,12 +142,7 @@ class ChunkVectors:
         record: dict[str, Any],
     ) -> ChunkVectors:
         """The vectors a build wrote into `vector_store`, which must be the one it recorded."""
-        given = store_record(vector_store)
-        if given != {"class": record.get("class"), "collection": record.get("collection")}:
-            raise ArelaError(
-                f"this index keeps its vectors in {describe_store(record)}, not in the "
-                f"{describe_store(given)} given: pass that store, or rebuild with `arela index <repo>`"
-            )
+        check_store(describe_store(record), vector_store)
         return cls(vector_store, [point_id(c.node_id) for c in chunks], dim, record)
 
     # -- reading --------------------------------------------------------------------------------
