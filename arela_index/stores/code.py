@@ -218,6 +218,8 @@ def _load_embedding(directory: Path) -> tuple[EmbeddingInfo | None, dict[str, An
         return None, None
     try:
         row = json.loads(path.read_text(encoding="utf-8"))
+        if "store" not in row:
+            raise ValueError("no vector store recorded: made by an older arela-index")
         record = row.pop("store")
         embedding = EmbeddingInfo(**row)
         if not isinstance(record, dict) or "class" not in record:
