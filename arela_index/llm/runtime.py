@@ -94,6 +94,23 @@ def describe_embedding(model: BaseEmbedding) -> EmbeddingInfo:
     return EmbeddingInfo(type(model).__name__, str(getattr(model, "model_name", "") or "unnamed"))
 
 
+def embedding_key(config: ArelaConfig, runtime: Runtime) -> str:
+    """What decides the dense side a build makes: the model it would embed with and, when one is
+    given, the vector store (a refresh with another of either is a rebuild, not a no-op)."""
+    user = user_embedding(config)
+    if user is not None:
+        model = describe_embedding(user).label
+    elif runtime.online and runtime.has_model(config.embed_model):
+        model = f"ollama:{config.embed_model}"
+    else:
+        model = config.offline_embedding
+    if config.vector_store is None:
+        return model
+    from arela_index.stores.vectors import describe_store, store_record
+
+    return f"{model} in {describe_store(store_record(config.vector_store))}"
+
+
 def embedder_for_build(
     config: ArelaConfig, runtime: Runtime
 ) -> tuple[BaseEmbedding | None, EmbeddingInfo | None]:

@@ -149,3 +149,16 @@ def test_doctor_names_the_users_model_and_what_the_command_line_can_do(
     assert check.status == "warn"
     assert "CountingHashEmbedding:hash-words-trigrams" in check.detail
     assert "ARELA_EMBED_MODEL" not in check.detail
+
+
+def test_from_repo_with_a_model_over_an_unchanged_sparse_index_embeds_with_it(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    settings = {"persist_dir": str(tmp_path / "index"), "offline": True, "show_progress": False}
+    sparse = ArelaIndex.from_repo(repo.root, **settings)
+    assert sparse.manifest.embedding is None
+    assert ArelaIndex.from_repo(repo.root, **settings).manifest.embedding is None  # no-op refresh
+    model = CountingHashEmbedding()
+    dense = ArelaIndex.from_repo(repo.root, embed_model=model, **settings)
+    assert dense.manifest.embedding == OWN
+    assert dense.code_retriever().dense and model.texts
