@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.config import ArelaConfig
-from arela_index.errors import IndexProblem
+from arela_index.errors import ArelaError, IndexProblem
 from arela_index.indexing.build import BuildSummary, build_index
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import resolve_root
@@ -270,11 +270,15 @@ class ArelaIndex:
         )
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> ArelaRetriever:
-        """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
+        """The query loop (route + retrieve + fuse + grade + retry) as one `BaseRetriever`
+        (its nodes carry the trace)."""
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
+        from arela_index.query.loop import QueryLoop
+        from arela_index.query.rewrite import Rewriter
         from arela_index.retrievers.router import build_router
 
+        _only(kwargs, "as_retriever", "similarity_top_k")
         # LlamaIndex users say `similarity_top_k`; it means the same here.
         top_k = top_k or kwargs.get("similarity_top_k") or self.config.top_k
         available = set(self.available_memories())
@@ -295,17 +299,12 @@ class ArelaIndex:
             selector,
             top_k,
         )
-        grader = RelevanceGrader(
-            retrievers=retrievers,
-            vocabulary=self.vocabulary,
-            llm=self._llm(self.config.router_model, self.config.router_timeout),
-            route=selector.route,
-            term_weights=self.term_weights,
-            router=router,
-            max_retries=self.config.max_retries,
-            top_k=top_k,
+        llm = self._llm(self.config.router_model, self.config.router_timeout)
+        grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
+        rewriter = Rewriter(llm, self.vocabulary)
+        return ArelaRetriever(
+            QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries)
         )
-        return ArelaRetriever(router, grader)
 
     def as_query_engine(
         self, llm: Any = None, top_k: int | None = None, **kwargs: Any
@@ -316,33 +315,79 @@ class ArelaIndex:
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         return ArelaQueryEngine(self.as_retriever(top_k, **kwargs), CitedSynthesizer(llm))
 
-    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> BaseChatEngine:
-        """Condense + context chat over the routed retriever (offline: name carry-over, cited context)."""
+    def as_chat_engine(
+        self, llm: Any = None, top_k: int | None = None, **kwargs: Any
+    ) -> BaseChatEngine:
+        """Condense + context chat over the query loop (offline: name carry-over, cited context).
+
+        As LlamaIndex's: `chat_mode` ("condense_plus_context", the one mode), `chat_history`,
+        `memory`, `similarity_top_k`, and with an LLM `system_prompt`, `context_prompt`,
+        `condense_prompt`, `verbose`.
+        """
         from arela_index.query.engines import OfflineChatEngine
 
+        _only(kwargs, "as_chat_engine", *_CHAT_KEYWORDS)
+        mode = kwargs.pop("chat_mode", "condense_plus_context")
+        mode = str(getattr(mode, "value", mode))  # a ChatMode or its value
+        if mode != "condense_plus_context":
+            raise ArelaError(
+                f"chat_mode {mode!r} is not supported: arela-index chats in condense_plus_context"
+            )
+        top_k = top_k or kwargs.pop("similarity_top_k", None)
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         if llm is None:
-            return OfflineChatEngine(self.as_query_engine(top_k=top_k))
+            return OfflineChatEngine(
+                self.as_query_engine(top_k=top_k),
+                chat_history=kwargs.get("chat_history"),
+                memory=kwargs.get("memory"),
+            )
         from llama_index.core.chat_engine import CondensePlusContextChatEngine
 
         return CondensePlusContextChatEngine.from_defaults(
-            retriever=self.as_retriever(top_k), llm=llm
+            retriever=self.as_retriever(top_k), llm=llm, **kwargs
         )
 
     def as_tool(
-        self, name: str = "repository_context", llm: Any = None, **_: Any
+        self, name: str = "repository_context", llm: Any = None, **kwargs: Any
     ) -> QueryEngineTool:
-        """A `QueryEngineTool` an agent can call with a full question about this repository."""
+        """A `QueryEngineTool` an agent can call with a full question about this repository;
+        as LlamaIndex's, it also takes `description` and `return_direct` (and `top_k`)."""
         from llama_index.core.tools import QueryEngineTool
 
+        _only(kwargs, "as_tool", "description", "return_direct", "top_k")
         return QueryEngineTool.from_defaults(
-            query_engine=self.as_query_engine(llm=llm),
+            query_engine=self.as_query_engine(llm=llm, top_k=kwargs.get("top_k")),
             name=name,
-            description=(
+            description=kwargs.get("description")
+            or (
                 f"Answers questions about the code repository {self.root.name}: what code does and how to "
                 "use it, who calls / imports / inherits what and where symbols are defined, and when, "
                 "why and by whom things changed. Input: one full question."
             ),
+            return_direct=bool(kwargs.get("return_direct", False)),
+        )
+
+
+_CHAT_KEYWORDS = (
+    "chat_mode",
+    "chat_history",
+    "memory",
+    "similarity_top_k",
+    "system_prompt",
+    "context_prompt",
+    "condense_prompt",
+    "context_refine_prompt",
+    "skip_condense",
+    "node_postprocessors",
+    "verbose",
+)
+
+
+def _only(kwargs: dict[str, Any], method: str, *supported: str) -> None:
+    unknown = sorted(set(kwargs) - set(supported))
+    if unknown:
+        raise ArelaError(
+            f"{method}() does not take {', '.join(unknown)}: it takes {', '.join(supported)}"
         )
 
 

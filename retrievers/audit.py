@@ -483,7 +483,7 @@ def _commit_node(c: CommitRecord, hit: _Hit, plan: AuditPlan, trace: str) -> Tex
         author=c.author,
         date=c.date,
         id_=node_id("audit", "commit", c.hash),
-        extra={"retriever": "audit", "trace": trace},
+        extra={"retriever": "audit", "plan": trace},
     )
 
 
@@ -511,6 +511,6 @@ def _decision_node(d: Decision, trace: str) -> TextNode:
             "status": d.status,
             "version": d.version,
             "retriever": "audit",
-            "trace": trace,
+            "plan": trace,
         },
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
 from arela_index.stores.graph import GraphStore
-from arela_index.text.entities import extract_mentions
+from arela_index.text.question import Question
 
 RELATIONS = (
     "path",
@@ -155,13 +155,13 @@ def relation_of(question: str, exclude: frozenset[str] = frozenset()) -> str:
     return "neighbourhood"
 
 
-def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> list[Entity]:
+def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False) -> list[Entity]:
     """The symbols a question names, strongest evidence first.
 
     Plain words count only when no stronger mention resolves, and match a symbol by closest
     name only with `fuzzy_words` (when the wording is plainly about code structure).
     """
-    mentions = extract_mentions(question)
+    mentions = question.mentions
     found: list[Entity] = []
     seen: set[str] = set()
 
@@ -186,10 +186,10 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
     if not found:
         for word in mentions.words:
             # "class Function": a word that names a relation elsewhere names a symbol here.
-            named = word[:1].isupper() and _said_kind(question, word) is not None
+            named = word[:1].isupper() and _said_kind(question.text, word) is not None
             if word.lower() not in _QUESTION_WORDS or named:
                 add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
-    lowered = question.lower()
+    lowered = question.text.lower()
 
     def position(entity: Entity) -> int:
         at = lowered.find(entity.mention.lower())
@@ -249,18 +249,18 @@ def _said_kind(question: str, mention: str) -> frozenset[str] | None:
     return frozenset(_KIND_WORDS[(said.group(1) or said.group(2)).lower()])
 
 
-def understand(question: str, store: GraphStore) -> GraphQuestion:
+def understand(question: Question, store: GraphStore) -> GraphQuestion:
     """Relation and entities of one question.
 
-    >>> understand("how does main reach save?", store).relation        # doctest: +SKIP
+    >>> understand(Question.of("how does main reach save?"), store).relation  # doctest: +SKIP
     'path'
     """
-    relation = relation_of(question)
+    relation = relation_of(question.text)
     entities = entities_of(question, store, fuzzy_words=relation != "neighbourhood")
     if relation == "path" and len(entities) < 2:
-        relation = relation_of(question, exclude=frozenset({"path"}))
+        relation = relation_of(question.text, exclude=frozenset({"path"}))
     return GraphQuestion(
-        relation, _scoped([narrow(e, relation, store, question) for e in entities])
+        relation, _scoped([narrow(e, relation, store, question.text) for e in entities])
     )
 
 
