@@ -257,11 +257,15 @@ class GraphStore:
         if self.graph.nodes.get(name, {}).get("kind", "external") != "external":
             return [name], "exact"
         lower = name.lower()
+        tails = self._by_tail.get(lower, [])
+        exact_case = [q for q in tails if q.endswith("." + name)]
         if lower in self._by_lower:
+            # `FastAPI` is the class `fastapi.applications.FastAPI`, not the package `fastapi`:
+            # a name spelled exactly as a symbol ends beats one that matches only in another case.
+            if exact_case:
+                return sorted(exact_case), "suffix"
             return sorted(self._by_lower[lower]), "case"
-        tails = self._by_tail.get(lower)
         if tails:
-            exact_case = [q for q in tails if q.endswith("." + name)]
             return sorted(exact_case or tails), "suffix"
         close = self._closest(name) if fuzzy else []
         if close:

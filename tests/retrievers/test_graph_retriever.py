@@ -280,3 +280,15 @@ def test_a_loaded_graph_answers_like_the_built_one(shop: GraphStore, tmp_path: P
     assert [(n.node.get_content(), n.score) for n in built] == [
         (n.node.get_content(), n.score) for n in again
     ]
+
+
+def test_a_class_named_like_its_package_is_the_class(tmp_path: Path) -> None:
+    files = {
+        "fastshop/__init__.py": "from fastshop.applications import FastShop\n",
+        "fastshop/applications.py": "class FastShop:\n    def run(self):\n        return 1\n",
+    }
+    store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    assert store.find("FastShop") == (["fastshop.applications.FastShop"], "suffix")
+    assert store.find("fastshop") == (["fastshop"], "exact")
+    summary, found = ask(store, "where is FastShop defined?")
+    assert summary.node.metadata["file_path"] == "fastshop/applications.py"
