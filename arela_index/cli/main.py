@@ -78,7 +78,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(compact(str(response)) if batch else str(response).rstrip())
         if args.explain:
             print(
-                response.metadata["arela"].to_text(),
+                (response.metadata or {})["arela"].to_text(),
                 file=sys.stderr if as_json or batch else sys.stdout,
             )
         sys.stdout.flush()
