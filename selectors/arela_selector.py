@@ -52,6 +52,7 @@ from arela_index.selectors.llm_stage import (
     LLMVerdict,
 )
 from arela_index.selectors.prototypes import Prototypes
+from arela_index.selectors.reports import Reading, heed, read_question
 from arela_index.selectors.tools import closest_tool, description_terms, memory_indexes, memory_of
 from arela_index.text.entities import Vocabulary
 from arela_index.text.tokens import STOPWORDS, words
@@ -107,6 +108,7 @@ class _Draft:
     route: Route
     entities: Entities
     rules: RuleEvidence
+    reading: Reading
     available: list[str]
     choices: list[ToolMetadata] | None
     tools: dict[str, int] | None
@@ -235,6 +237,7 @@ class ArelaSelector(BaseSelector):
     def _read(self, question: str, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
         started = time.perf_counter()
         text = " ".join(str(question)[:MAX_QUESTION_CHARS].split())
+        reading = read_question(str(question))
         route = Route(question=text)
         metas = tools = None
         if choices is not None:
@@ -252,11 +255,14 @@ class ArelaSelector(BaseSelector):
         with _timed(route, "rules"):
             entities = read_entities(text, self.vocabulary, terms)
             route.entities = entities.known
-            rules = read_rules(text, self._author_cues(text, entities))
+            prose = reading.prose[:MAX_QUESTION_CHARS]
+            # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
+            authors = [] if reading.report else self._author_cues(prose, entities)
+            rules = heed(read_rules(prose, authors), reading)
             if not rules.cues:
                 rules.cues.extend(self._naming_cues(text, entities))
-                rules = read_rules(text, rules.cues)
-        draft = _Draft(route, entities, rules, available, metas, tools, started)
+                rules = heed(read_rules(prose, rules.cues), reading)
+        draft = _Draft(route, entities, rules, reading, available, metas, tools, started)
         if not entities.in_scope:
             route.needs_llm = entities.scope > 0
             if entities.scope == 0 or self._llm is None:
