@@ -273,6 +273,10 @@ class ArelaSelector(BaseSelector):
         if strong:
             route.intents = [(cue.intent, _rule_confidence(cue, rules)) for cue in strong]
             route.notes.extend(f"{cue.intent}: '{cue.text}'" for cue in strong)
+        elif reading.report:  # what the code does: no example question looks like an issue
+            route.intents = [(FACTUAL, 0.8)]
+        if reading.long:
+            route.notes.append(reading.note)
         return draft
 
     def _author_cues(self, text: str, entities: Entities) -> list[Cue]:
@@ -381,6 +385,11 @@ class ArelaSelector(BaseSelector):
                         f"{memory} is empty or unavailable, so {substitute}: {reason}",
                     )
                 chosen.setdefault(memory, reason)
+        if "code" in draft.available and "code" not in chosen:
+            if draft.reading.long:
+                chosen = {"code": draft.reading.note, **chosen}
+            elif draft.route.needs_llm and draft.route.stage == "prototypes":
+                chosen["code"] = "unsure between intents: the code memory is searched as well"
         if not chosen:
             draft.route.notes.append("no memory is available")
         return list(chosen.items())
