@@ -283,11 +283,21 @@ class RuleEvidence:
     scores: dict[str, float] = field(default_factory=dict)
 
     def strong(self) -> list[Cue]:
-        """Clause winners strong enough to decide, one per intent, in the order asked."""
+        """Clause winners strong enough to decide, one per intent, in the order asked.
+
+        "Why does X inherit from Y?" asks about a relation and the design behind it: a strong
+        conceptual cue beside a structural winner is kept too, so code is read beside the graph.
+        """
         seen: dict[str, Cue] = {}
         for cue in self.winners:
-            if cue.weight >= STRONG and cue.intent not in seen:
-                seen[cue.intent] = cue
+            why = [
+                c
+                for c in self.cues
+                if cue.intent == STRUCTURAL and c.clause == cue.clause and c.intent == CONCEPTUAL
+            ]
+            for c in (cue, *why):
+                if c.weight >= STRONG and c.intent not in seen:
+                    seen[c.intent] = c
         return list(seen.values())
 
     def cue_for(self, intent: str) -> Cue | None:
