@@ -31,11 +31,13 @@ from arela_index.selectors.evidence import (
 )
 from arela_index.selectors.intents import (
     COMPARATIVE,
+    CONCEPTUAL,
     FACTUAL,
     MEMORIES,
     MEMORY_MEANINGS,
     OUT_OF_SCOPE,
     PRIMARY_MEMORY,
+    PROCEDURAL,
     STRONG,
     SUBSTITUTE,
     TEMPORAL,
@@ -275,7 +277,6 @@ class ArelaSelector(BaseSelector):
             route.notes.extend(f"{cue.intent}: '{cue.text}'" for cue in strong)
         elif reading.report:  # what the code does: no example question looks like an issue
             route.intents = [(FACTUAL, 0.8)]
-        if reading.long:
             route.notes.append(reading.note)
         return draft
 
@@ -356,6 +357,7 @@ class ArelaSelector(BaseSelector):
     def _finish(self, draft: _Draft) -> Route:
         route = draft.route
         if route.intent_names != [OUT_OF_SCOPE]:
+            self._code_too(draft)
             route.memories = route.memories or self._plan(draft)
             if COMPARATIVE in route.intent_names:
                 route.compared = compared_entities(route.question, draft.entities)
@@ -372,7 +374,8 @@ class ArelaSelector(BaseSelector):
             said = f" '{cue.text}'" if cue and draft.route.stage == "rules" else ""
             why = f"{intent} ({confidence:.2f}, {draft.route.stage}{said})"
             wanted = [(PRIMARY_MEMORY[intent], f"{why}: {MEMORY_MEANINGS[PRIMARY_MEMORY[intent]]}")]
-            if intent == FACTUAL and draft.entities.named_symbols:
+            # A report names its own code too (`class SomeClass` in a repro): no bet on one name.
+            if intent == FACTUAL and draft.entities.named_symbols and not draft.reading.report:
                 symbol = draft.entities.named_symbols[0]
                 wanted.append(("graph", f"{why} names `{symbol}`: the graph has its definition"))
             for memory, reason in wanted:
@@ -385,14 +388,26 @@ class ArelaSelector(BaseSelector):
                         f"{memory} is empty or unavailable, so {substitute}: {reason}",
                     )
                 chosen.setdefault(memory, reason)
-        if "code" in draft.available and "code" not in chosen:
-            if draft.reading.long:
-                chosen = {"code": draft.reading.note, **chosen}
-            elif draft.route.needs_llm and draft.route.stage == "prototypes":
-                chosen["code"] = "unsure between intents: the code memory is searched as well"
         if not chosen:
             draft.route.notes.append("no memory is available")
         return list(chosen.items())
+
+    @staticmethod
+    def _code_too(draft: _Draft) -> None:
+        """A long question, or a guess stages 1 and 2 were unsure of, also asks what the code does:
+        its best code-reading intent joins the route, so code is searched (and graded as fit)."""
+        route = draft.route
+        guessed = route.needs_llm and route.stage == "prototypes"
+        if not (draft.reading.long or guessed) or any(
+            PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names
+        ):
+            return
+        readers = [i for i in (FACTUAL, CONCEPTUAL, PROCEDURAL) if draft.rules.scores.get(i)]
+        best = max(readers, key=lambda i: draft.rules.scores[i], default=FACTUAL)
+        route.intents.append((best, round(min(c for _, c in route.intents) * 0.9, 2)))
+        route.notes.append(
+            draft.reading.note if draft.reading.long else f"unsure: {best} too, so code is searched"
+        )
 
     def _picks(self, draft: _Draft) -> list[tuple[int, str]]:
         route = draft.route
