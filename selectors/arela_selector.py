@@ -308,6 +308,8 @@ class ArelaSelector(BaseSelector):
         if not draft.entities.in_scope:
             return False
         combined = {i: draft.rules.scores.get(i, 0.0) + sims.get(i, 0.0) for i in PRIMARY_MEMORY}
+        if draft.reading.describes and TEMPORAL not in draft.rules.scores:
+            combined[TEMPORAL] = 0.0  # history is for questions that ask for it
         ranked = sorted(combined.items(), key=lambda kv: kv[1], reverse=True)
         (best, top), (_, second) = ranked[0], ranked[1]
         if top <= 0:
@@ -398,7 +400,9 @@ class ArelaSelector(BaseSelector):
         its best code-reading intent joins the route, so code is searched (and graded as fit)."""
         route = draft.route
         guessed = route.needs_llm and route.stage == "prototypes"
-        if not (draft.reading.long or guessed) or any(
+        # "who broke parse_cron?" is a symptom that asks for history: history answers it.
+        symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
+        if not (draft.reading.long or symptom or guessed) or any(
             PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names
         ):
             return
@@ -406,7 +410,9 @@ class ArelaSelector(BaseSelector):
         best = max(readers, key=lambda i: draft.rules.scores[i], default=FACTUAL)
         route.intents.append((best, round(min(c for _, c in route.intents) * 0.9, 2)))
         route.notes.append(
-            draft.reading.note if draft.reading.long else f"unsure: {best} too, so code is searched"
+            draft.reading.note
+            if draft.reading.describes
+            else f"unsure: {best} too, so code is searched"
         )
 
     def _picks(self, draft: _Draft) -> list[tuple[int, str]]:

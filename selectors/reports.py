@@ -19,6 +19,7 @@ from arela_index.selectors.intents import (
     TEMPORAL,
     Cue,
     RuleEvidence,
+    clauses,
 )
 
 # Pointed questions ("who calls X?", "what changed in cart.ts last week?") take under 15 words;
@@ -37,11 +38,19 @@ _OUTPUT_LINE = re.compile(
 )
 # Issue-template headings: "**What happened**:", "### Bug description", "**Expected behavior**".
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s.*|\*\*[^*\n]+\*\*\s*:?\s*)$")
+# A bug's symptom: the question is about what the code does, whatever version it names.
+_SYMPTOM = re.compile(
+    r"\b(?:fails?|failing|failed|raises?|raising|error|errors|exceptions?|crash\w*|ignor\w*|"
+    r"broke|broken|bug|buggy|wrong|regression|hangs?|instead of|no longer|"
+    r"(?:does|do|did|is|are|was|were|can)(?:n't| not))\b|\b\w+Error\b"
+)
 # A history ask: who, when, why was, which commit, what changed ("in 8.1.7" and "recent" are not).
 _ASKS_HISTORY = re.compile(
     r"^(?:who|whom|when|why|how (?:has|have|did))\b|\b(?:commits?|committed|blame|history|"
     r"changelog|git log|authors?|what (?:has |have )?changed|decid\w*|decisions?|adrs?)\b"
 )
+# A clause that asks for history around a dating cue: "what broke in the worker last week?".
+_ASKING_CLAUSE = re.compile(r"^(?:who|when)\b|\bwhat (?:has |have )?(?:changed|broke)\b")
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,19 @@ class Reading:
     prose: str
     report: bool
     long: bool
+    symptom: bool = False
+
+    @property
+    def describes(self) -> bool:
+        """About what code does: history and comparisons must be asked for, code is searched."""
+        return self.long or self.symptom
 
     @property
     def note(self) -> str:
         if self.report:
             return "a pasted report (code, traceback or several paragraphs): a question about code"
+        if not self.long:
+            return "a bug's symptom: a question about what the code does"
         return f"a long question (over {LONG_WORDS} words): the code memory reads it too"
 
 
@@ -70,27 +87,30 @@ def read_question(question: str) -> Reading:
     paragraphs = len([p for p in re.split(r"\n\s*\n", question) if p.strip()])
     report = fenced or size > REPORT_WORDS or (paragraphs > 1 and size > LONG_WORDS)
     if not report:
-        return Reading(" ".join(question.split()), False, size > LONG_WORDS)
+        flat = " ".join(question.split())
+        return Reading(flat, False, size > LONG_WORDS, bool(_SYMPTOM.search(flat)))
     lines = _FENCE.sub("\n", question).splitlines()
     kept = [line for line in lines if not _OUTPUT_LINE.match(line) and not _HEADING.match(line)]
     # Each kept line ends a sentence: a heading-less template must not glue clauses together.
     prose = " ".join(f"{line.strip().rstrip('.;:')}." for line in kept if line.strip())
-    return Reading(prose, True, True)
+    return Reading(prose, True, True, True)
 
 
 def heed(rules: RuleEvidence, reading: Reading) -> RuleEvidence:
-    """The cues a long question or report really asks with.
+    """The cues a long question, a report or a bug's symptom really asks with.
 
-    History counts only when asked for (who, when, which commit, what changed); in a report,
-    "the same" or "instead of" describe the bug, not a comparison to split it by.
+    History counts only when asked for (who, when, which commit, what changed); in a report or a
+    symptom, "the same" or "instead of" describe the bug, not a comparison to split it by.
     """
-    if not reading.long:
+    if not reading.describes:
         return rules
+    parts = clauses(reading.prose.lower())
 
     def asks(cue: Cue) -> bool:
         if cue.intent == TEMPORAL:
-            return bool(_ASKS_HISTORY.search(cue.text))
-        return not (reading.report and cue.intent == COMPARATIVE)
+            clause = parts[cue.clause] if cue.clause < len(parts) else ""
+            return bool(_ASKS_HISTORY.search(cue.text) or _ASKING_CLAUSE.search(clause))
+        return not ((reading.report or reading.symptom) and cue.intent == COMPARATIVE)
 
     kept = RuleEvidence(cues=[c for c in rules.cues if asks(c)])
     for clause in sorted({c.clause for c in kept.cues}):
