@@ -164,6 +164,7 @@ RULES: tuple[Rule, ...] = tuple(
             r"\b(?:inherit\w*|subclass\w*|base class(?:es)?|parent class(?:es)?|superclass\w*|derived from|derives from)\b",
             1.1,
         ),
+        (r"\bdoes \S+ extends?\b", 1.1),
         (
             rf"\bwhere (?:is|are|was|were|'s)\b{_GAP}\b(?:defined|declared|implemented|instantiated|used|called|imported)\b",
             1.2,
