@@ -39,6 +39,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def fresh_decisions() -> Iterator[None]:
+    """Each test's fake models decide afresh: a port reused by another test's fake server, with
+    another script, must not answer from the decisions an earlier test's model made."""
+    from arela_index.llm.ollama import DECISIONS
+
+    DECISIONS.clear()
+    yield
+
+
 @pytest.fixture
 def fake_ollama() -> Iterator[FakeOllama]:
     """A FakeOllama on 127.0.0.1 with the default models pulled; stopped after the test."""

@@ -15,7 +15,8 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -278,7 +279,8 @@ def _classes() -> tuple[type[Ollama], type[OllamaEmbedding]]:
 def structured(llm: LLM, output_cls: type[M], prompt: PromptTemplate | str, **variables: Any) -> M:
     """Ask `llm` for an `output_cls`, sent as a JSON schema (Ollama's grammar-constrained `format`).
 
-    Every failure, whatever raised it, becomes `OllamaUnavailable` with a one-line reason.
+    Every failure, whatever raised it, becomes `OllamaUnavailable` with a one-line reason. A
+    decision already made by the same model for the same prompt is answered from memory.
 
     Example::
 
@@ -288,16 +290,80 @@ def structured(llm: LLM, output_cls: type[M], prompt: PromptTemplate | str, **va
         llm = make_llm(config, config.router_model, config.router_timeout, max_tokens=64)
         structured(llm, Choice, "Which memory answers {q}?", q="who calls f?").memory
     """
+    template = _template(prompt)
+    key = _decision_key(llm, output_cls, template, variables)
+    known = DECISIONS.get(key)
+    if known is not None:
+        return known  # type: ignore[return-value]
     with _errors_of(llm):
-        return llm.structured_predict(output_cls, _template(prompt), **variables)
+        answer = llm.structured_predict(output_cls, template, **variables)
+    DECISIONS.put(key, answer)
+    return answer
 
 
 async def astructured(
     llm: LLM, output_cls: type[M], prompt: PromptTemplate | str, **variables: Any
 ) -> M:
     """`structured` for async callers (`_aselect`, `_aretrieve`)."""
+    template = _template(prompt)
+    key = _decision_key(llm, output_cls, template, variables)
+    known = DECISIONS.get(key)
+    if known is not None:
+        return known  # type: ignore[return-value]
     with _errors_of(llm):
-        return await llm.astructured_predict(output_cls, _template(prompt), **variables)
+        answer = await llm.astructured_predict(output_cls, template, **variables)
+    DECISIONS.put(key, answer)
+    return answer
+
+
+class Decisions:
+    """Model decisions (routes, grades, rewrites) by model and prompt, the newest `size` kept.
+
+    A model at temperature 0 gives the same answer to the same prompt, so asking again costs a
+    round trip and changes nothing. Answers are frozen copies: no caller can alter another's.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._answers: OrderedDict[Hashable, BaseModel] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable | None) -> BaseModel | None:
+        if key is None:
+            return None
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is not None:
+                self._answers.move_to_end(key)
+        return None if answer is None else answer.model_copy(deep=True)
+
+    def put(self, key: Hashable | None, answer: BaseModel) -> None:
+        if key is None:
+            return
+        with self._lock:
+            self._answers[key] = answer.model_copy(deep=True)
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
+DECISIONS = Decisions()
+
+
+def _decision_key(
+    llm: Any, output_cls: type[BaseModel], template: PromptTemplate, variables: dict[str, Any]
+) -> Hashable | None:
+    """The model (class, name, server, temperature), the answer's schema and the whole prompt;
+    None when the prompt cannot be written out (then nothing is remembered)."""
+    try:
+        text = template.format(**variables)
+    except (KeyError, ValueError, TypeError):
+        return None
+    model = tuple(str(getattr(llm, field, None)) for field in ("model", "base_url", "temperature"))
+    return (type(llm).__qualname__, model, output_cls, text)
 
 
 def _errors_of(llm: Any) -> contextlib.AbstractContextManager[None]:

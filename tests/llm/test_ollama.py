@@ -16,6 +16,7 @@ from support.fake_ollama import FakeOllama
 from arela_index.config import ArelaConfig
 from arela_index.errors import OllamaUnavailable
 from arela_index.llm.ollama import (
+    DECISIONS,
     astructured,
     base_url,
     describe_failure,
@@ -218,6 +219,34 @@ def test_structured_answer_parses_and_is_asked_for_with_its_schema(
     assert "who calls load?" in sent.json["messages"][-1]["content"]
 
 
+def test_a_decision_is_asked_once_per_model_and_prompt(
+    fake_ollama: FakeOllama, fake_ollama_config: ArelaConfig
+) -> None:
+    answers = iter(["graph", "audit", "code"])
+    fake_ollama.chat_handler = lambda request: {"memory": next(answers), "reason": "r"}
+    llm = router(fake_ollama_config)
+    first = structured(llm, Choice, PROMPT, question="who calls load?")
+    first.memory = "code"  # a caller's change to its answer is its own
+    again = structured(llm, Choice, PROMPT, question="who calls load?")
+    assert again == Choice(memory="graph", reason="r")
+    assert asyncio.run(astructured(llm, Choice, PROMPT, question="who calls load?")) == again
+    assert len(fake_ollama.requests_to("/api/chat")) == 1
+    other = structured(llm, Choice, PROMPT, question="who changed load?")
+    assert other.memory == "audit" and len(fake_ollama.requests_to("/api/chat")) == 2
+    other_model = make_llm(fake_ollama_config, fake_ollama_config.answer_model, 2.0, max_tokens=64)
+    assert structured(other_model, Choice, PROMPT, question="who calls load?").memory == "code"
+    assert len(fake_ollama.requests_to("/api/chat")) == 3
+
+
+def test_a_failed_decision_is_asked_again(
+    fake_ollama: FakeOllama, fake_ollama_config: ArelaConfig
+) -> None:
+    llm = router(fake_ollama_config)
+    with fake_ollama.fault("/api/chat", "500"), pytest.raises(OllamaUnavailable):
+        structured(llm, Choice, PROMPT, question="who calls load?")
+    assert structured(llm, Choice, PROMPT, question="who calls load?").memory == "code"
+
+
 def test_llm_never_asks_show_for_its_context_window(
     fake_ollama: FakeOllama, fake_ollama_config: ArelaConfig
 ) -> None:
@@ -293,6 +322,7 @@ def test_a_server_that_comes_back_is_used_again(
     llm = router(fake_ollama_config)
     assert structured(llm, Choice, PROMPT, question="q").memory == "code"
     fake_ollama.set_fault("*", "down")
+    DECISIONS.clear()  # a decision already made would be answered without the server
     with pytest.raises(OllamaUnavailable, match="no Ollama answers"):
         structured(llm, Choice, PROMPT, question="q")
     fake_ollama.clear_faults()
@@ -305,6 +335,7 @@ def test_async_structured_answers_and_fails_the_same_way(
     llm = router(fake_ollama_config)
     assert asyncio.run(astructured(llm, Choice, PROMPT, question="q")).memory == "code"
     fake_ollama.set_fault("/api/chat", "hang")
+    DECISIONS.clear()
     with pytest.raises(OllamaUnavailable, match=r"did not answer within 1\.0 s"):
         asyncio.run(astructured(llm, Choice, PROMPT, question="q"))
 
