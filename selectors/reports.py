@@ -42,7 +42,7 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s.*|\*\*[^*\n]+\*\*\s*:?\s*)$")
 _SYMPTOM = re.compile(
     r"\b(?:fails?|failing|failed|raises?|raising|error|errors|exceptions?|crash\w*|ignor\w*|"
     r"broke|broken|bug|buggy|wrong|regression|hangs?|instead of|no longer|"
-    r"(?:does|do|did|is|are|was|were|can)(?:n't| not))\b|\b\w+Error\b"
+    r"(?:does|do|did|is|are|was|were|can)(?:n't| not))\b"
 )
 # A history ask: who, when, why was, which commit, what changed ("in 8.1.7" and "recent" are not).
 _ASKS_HISTORY = re.compile(
