@@ -402,8 +402,10 @@ class ArelaSelector(BaseSelector):
         guessed = route.needs_llm and route.stage == "prototypes"
         # "who broke parse_cron?" is a symptom that asks for history: history answers it.
         symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
-        if not (draft.reading.long or symptom or guessed) or any(
-            PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names
+        if (
+            not draft.entities.about_code
+            or not (draft.reading.long or symptom or guessed)
+            or any(PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names)
         ):
             return
         readers = [i for i in (FACTUAL, CONCEPTUAL, PROCEDURAL) if draft.rules.scores.get(i)]
