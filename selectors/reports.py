@@ -89,11 +89,16 @@ def read_question(question: str) -> Reading:
     if not report:
         flat = " ".join(question.split())
         return Reading(flat, False, size > LONG_WORDS, bool(_SYMPTOM.search(flat)))
-    lines = _FENCE.sub("\n", question).splitlines()
-    kept = [line for line in lines if not _OUTPUT_LINE.match(line) and not _HEADING.match(line)]
-    # Each kept line ends a sentence: a heading-less template must not glue clauses together.
-    prose = " ".join(f"{line.strip().rstrip('.;:')}." for line in kept if line.strip())
-    return Reading(prose, True, True, True)
+    sentences = []
+    for paragraph in re.split(r"\n\s*\n", _FENCE.sub("\n\n", question)):
+        kept = [
+            line.strip()
+            for line in paragraph.splitlines()
+            if line.strip() and not _OUTPUT_LINE.match(line) and not _HEADING.match(line)
+        ]
+        if kept:  # a paragraph ends a sentence: template sections must not glue clauses together
+            sentences.append(" ".join(kept).rstrip(".;:") + ".")
+    return Reading(" ".join(sentences), True, True, True)
 
 
 def heed(rules: RuleEvidence, reading: Reading) -> RuleEvidence:
