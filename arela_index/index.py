@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.config import ArelaConfig
-from arela_index.errors import IndexProblem
+from arela_index.errors import ArelaError, IndexProblem
 from arela_index.indexing.build import BuildSummary, build_index
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import resolve_root
@@ -35,19 +36,17 @@ class ArelaIndex:
         self.config = config
         self.runtime = runtime
         self.summary = summary
+        self._loading = threading.RLock()  # threads sharing an index read each memory once
         self._open(folder)
 
     def _open(self, folder: Path) -> None:
-        from arela_index.stores.audit import AuditStore
-        from arela_index.stores.graph import GraphStore
-
+        """Read the manifest now and each memory when first used: opening an index costs
+        milliseconds however large it is, and a memory a question never needs is never read."""
         self.folder = folder
         self.persist_dir = folder.parent
-        self.manifest = Manifest.read(folder)
+        self.manifest = Manifest.read(folder, verify=False)
         self.root = Path(self.manifest.repo_root)
-        self.code = CodeStore.load(folder / "code")
-        self.graph = GraphStore.load(folder / "graph")
-        self.audit = AuditStore.load(folder / "audit")
+        self._stores: dict[str, Any] = {}
         self.notes: list[str] = [n for n in [say_offline_once(self.config, self.runtime)] if n]
         info = self.manifest.embedding
         self.embed_model: BaseEmbedding | None
@@ -58,6 +57,47 @@ class ArelaIndex:
             self.notes.append(note)
         self.__dict__.pop("vocabulary", None)
         self.__dict__.pop("term_weights", None)
+
+    @property
+    def code(self) -> CodeStore:
+        return self._memory("code")
+
+    @property
+    def graph(self) -> Any:
+        return self._memory("graph")
+
+    @property
+    def audit(self) -> Any:
+        return self._memory("audit")
+
+    def _memory(self, name: str) -> Any:
+        """One memory, read (its files checked against the manifest) on first use."""
+        store = self._stores.get(name)
+        if store is not None:
+            return store
+        with self._loading:
+            if name in self._stores:
+                return self._stores[name]
+            try:
+                store = self._load_memory(name)
+            except IndexProblem:
+                # A build that finished meanwhile removed this folder, maybe while we were
+                # reading it: then the new build is the index to read, all its memories alike.
+                newer = _existing(self.persist_dir)
+                if newer is None or newer == self.folder:
+                    raise
+                self._open(newer)
+                store = self._load_memory(name)
+            self._stores[name] = store
+            return store
+
+    def _load_memory(self, name: str) -> Any:
+        from arela_index.stores.audit import AuditStore
+        from arela_index.stores.graph import GraphStore
+
+        loader = {"code": CodeStore.load, "graph": GraphStore.load, "audit": AuditStore.load}[name]
+        self.manifest.verify(self.folder, under=f"{name}/")
+        return loader(self.folder / name)
 
     # -- building and loading -------------------------------------------------------------------
 
@@ -100,7 +140,7 @@ class ArelaIndex:
                 return cls(folder, config, runtime)
             except IndexProblem:
                 # A build that finished meanwhile removes the folder it replaced, maybe while we
-                # were reading it: then the new one is the index to read.
+                # were reading its manifest: then the new one is the index to read.
                 newer = _existing(persist)
                 if newer is None or newer == folder:
                     raise
@@ -112,6 +152,20 @@ class ArelaIndex:
         self.summary = build_index(self.root, self.config, self.runtime, refresh=True)
         self._open(_require(self.persist_dir))
         return self.summary
+
+    def staleness(self) -> Any:
+        """How the repository differs from what this index was built from (falsy: not at all)."""
+        from arela_index.indexing.freshness import staleness_of
+
+        return staleness_of(
+            self.root, self.config, self.runtime, self.persist_dir, self.folder, self.manifest
+        )
+
+    def partial_memories(self) -> list[Any]:
+        """The memories this index holds only in part (`health.Partial`: why, what to do)."""
+        from arela_index.indexing.health import partial_memories
+
+        return partial_memories(self.manifest.memories, str(self.root))
 
     # -- memories ------------------------------------------------------------------------------
 
@@ -129,9 +183,8 @@ class ArelaIndex:
         """How informative each word is here (idf over the code memory): the grader's evidence."""
         from arela_index.query.term_weights import TermWeights
 
-        return (
-            TermWeights.uniform() if self.code.is_empty() else TermWeights.from_bm25(self.code.bm25)
-        )
+        sparse = self.code.sparse
+        return TermWeights.uniform() if sparse is None else TermWeights.from_index(sparse)
 
     def available_memories(self) -> list[str]:
         """Memories with something in them: the router never routes to an empty one."""
@@ -183,11 +236,15 @@ class ArelaIndex:
         )
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> Any:
-        """Router + fusion + grader as one `BaseRetriever` (nodes carry the trace)."""
+        """The query loop (route + retrieve + fuse + grade + retry) as one `BaseRetriever`
+        (its nodes carry the trace)."""
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
+        from arela_index.query.loop import QueryLoop
+        from arela_index.query.rewrite import Rewriter
         from arela_index.retrievers.router import build_router
 
+        _only(kwargs, "as_retriever", "similarity_top_k")
         # LlamaIndex users say `similarity_top_k`; it means the same here.
         top_k = top_k or kwargs.get("similarity_top_k") or self.config.top_k
         available = set(self.available_memories())
@@ -208,17 +265,12 @@ class ArelaIndex:
             selector,
             top_k,
         )
-        grader = RelevanceGrader(
-            retrievers=retrievers,
-            vocabulary=self.vocabulary,
-            llm=self._llm(self.config.router_model, self.config.router_timeout),
-            route=selector.route,
-            term_weights=self.term_weights,
-            router=router,
-            max_retries=self.config.max_retries,
-            top_k=top_k,
+        llm = self._llm(self.config.router_model, self.config.router_timeout)
+        grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
+        rewriter = Rewriter(llm, self.vocabulary)
+        return ArelaRetriever(
+            QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries)
         )
-        return ArelaRetriever(router, grader)
 
     def as_query_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
         """A `RetrieverQueryEngine` answering with citations; offline, the ranked cited context."""
@@ -227,31 +279,75 @@ class ArelaIndex:
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         return ArelaQueryEngine(self.as_retriever(top_k, **kwargs), CitedSynthesizer(llm))
 
-    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **_: Any) -> Any:
-        """Condense + context chat over the routed retriever (offline: name carry-over, cited context)."""
+    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
+        """Condense + context chat over the query loop (offline: name carry-over, cited context).
+
+        As LlamaIndex's: `chat_mode` ("condense_plus_context", the one mode), `chat_history`,
+        `memory`, `similarity_top_k`, and with an LLM `system_prompt`, `context_prompt`,
+        `condense_prompt`, `verbose`.
+        """
         from arela_index.query.engines import OfflineChatEngine
 
+        _only(kwargs, "as_chat_engine", *_CHAT_KEYWORDS)
+        mode = kwargs.pop("chat_mode", "condense_plus_context")
+        mode = str(getattr(mode, "value", mode))  # a ChatMode or its value
+        if mode != "condense_plus_context":
+            raise ArelaError(
+                f"chat_mode {mode!r} is not supported: arela-index chats in condense_plus_context"
+            )
+        top_k = top_k or kwargs.pop("similarity_top_k", None)
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         if llm is None:
-            return OfflineChatEngine(self.as_query_engine(top_k=top_k))
+            return OfflineChatEngine(
+                self.as_query_engine(top_k=top_k),
+                chat_history=kwargs.get("chat_history"),
+                memory=kwargs.get("memory"),
+            )
         from llama_index.core.chat_engine import CondensePlusContextChatEngine
 
         return CondensePlusContextChatEngine.from_defaults(
-            retriever=self.as_retriever(top_k), llm=llm
+            retriever=self.as_retriever(top_k), llm=llm, **kwargs
         )
 
-    def as_tool(self, name: str = "repository_context", llm: Any = None, **_: Any) -> Any:
-        """A `QueryEngineTool` an agent can call with a full question about this repository."""
+    def as_tool(self, name: str = "repository_context", llm: Any = None, **kwargs: Any) -> Any:
+        """A `QueryEngineTool` an agent can call with a full question about this repository;
+        as LlamaIndex's, it also takes `description` and `return_direct` (and `top_k`)."""
         from llama_index.core.tools import QueryEngineTool
 
+        _only(kwargs, "as_tool", "description", "return_direct", "top_k")
         return QueryEngineTool.from_defaults(
-            query_engine=self.as_query_engine(llm=llm),
+            query_engine=self.as_query_engine(llm=llm, top_k=kwargs.get("top_k")),
             name=name,
-            description=(
+            description=kwargs.get("description")
+            or (
                 f"Answers questions about the code repository {self.root.name}: what code does and how to "
                 "use it, who calls / imports / inherits what and where symbols are defined, and when, "
                 "why and by whom things changed. Input: one full question."
             ),
+            return_direct=bool(kwargs.get("return_direct", False)),
+        )
+
+
+_CHAT_KEYWORDS = (
+    "chat_mode",
+    "chat_history",
+    "memory",
+    "similarity_top_k",
+    "system_prompt",
+    "context_prompt",
+    "condense_prompt",
+    "context_refine_prompt",
+    "skip_condense",
+    "node_postprocessors",
+    "verbose",
+)
+
+
+def _only(kwargs: dict[str, Any], method: str, *supported: str) -> None:
+    unknown = sorted(set(kwargs) - set(supported))
+    if unknown:
+        raise ArelaError(
+            f"{method}() does not take {', '.join(unknown)}: it takes {', '.join(supported)}"
         )
 
 

@@ -34,6 +34,7 @@ BOOKKEEPING_KEYS = (
     "attempt",
     "retriever",
     "trace",
+    "plan",
     "relation",
     "rank",
 )

@@ -1,4 +1,4 @@
-"""Query latency of the code memory's retriever alone, next to the BM25Retriever inside it.
+"""Query latency of the code memory's retriever alone, next to the chunk BM25 inside it.
 
     python benchmarks/bench_code_retriever.py [--index /work/bench-repos/pytest-arela]
         [--questions benchmarks/questions_pytest_mixed.jsonl benchmarks/questions_pytest_code.jsonl]
@@ -8,10 +8,9 @@ Loads an offline-built index (build one with `python -m arela_index index REPO -
 --offline`), makes `CodeMemoryRetriever(store, top_k=...)` once, asks every question once to warm
 up, then `--rounds` times, and prints the median and p95 milliseconds of one `retrieve`: for
 the short questions of `--questions` and, apart, for the long ones of `--long` (issue texts,
-JSONL with a `question` field). The store's own `BM25Retriever` (llama_index's, asked for the
+JSONL with a `question` field). The store's own chunk BM25 (bm25s's `retrieve`, asked for the
 same top-k) is timed over the same questions for reference; an index with vectors is also asked
-through `index.code_retriever()` (dense and sparse, with the index's embedder). Only the public
-API is used, so the same script measures an older checkout (PYTHONPATH=<checkout>).
+through `index.code_retriever()` (dense and sparse, with the index's embedder).
 """
 
 from __future__ import annotations
@@ -71,6 +70,7 @@ def main() -> None:
 
     from arela_index.index import ArelaIndex
     from arela_index.retrievers.code import CodeMemoryRetriever
+    from arela_index.text.tokens import index_terms
 
     index = ArelaIndex.load(args.index, offline=True)
     store = index.code
@@ -81,14 +81,15 @@ def main() -> None:
     if store.embedding is not None and index.embed_model is not None:
         hybrid = index.code_retriever(top_k=args.top_k)  # dense too, with the index's embedder
         systems[f"... + {store.embedding.label}"] = hybrid.retrieve
-    bm25 = store.bm25
+    assert store.sparse is not None
+    chunk_bm25 = store.sparse.chunks
 
     def stock(question: str) -> Any:
-        bm25.similarity_top_k = args.top_k  # an older CodeMemoryRetriever resets it per query
-        return bm25.retrieve(question)
+        terms = index_terms(question)
+        return chunk_bm25.retrieve([terms], k=args.top_k, show_progress=False) if terms else []
 
     print(f"index {args.index}: {len(store.chunks)} chunks; retriever made in {setup:.0f} ms")
-    systems["its BM25Retriever alone"] = stock
+    systems["its chunk BM25 alone (bm25s retrieve)"] = stock
     sets = {"short": questions_of(args.questions), "long": questions_of(args.long)}
     for name, questions in sets.items():
         if not questions:

@@ -89,7 +89,7 @@ def main() -> None:
 
     # arela-index's own chat engine carries names into follow-ups even without an LLM.
     own_chat = index.as_chat_engine()
-    for message in ("what does checked_question do?", "who calls it?"):
+    for message in ("what does offline_answer do?", "who calls it?"):
         answer = own_chat.chat(message)
         print(f"index.as_chat_engine(): {message}")
         print("  sources:", " ".join(citation(n) for n in answer.source_nodes[:3]))

@@ -21,7 +21,7 @@ THIS_REPOSITORY = Path(__file__).resolve().parent.parent
 
 # One question per intent, about this repository (pass -q to ask about another one).
 QUESTIONS = {
-    "factual": "what does checked_question do?",
+    "factual": "what does Question.read do?",
     "conceptual": "why does the trace travel in hidden metadata?",
     "procedural": "how do I refresh an index after editing files?",
     "comparative": "difference between ArelaRetriever and ArelaRouterRetriever?",

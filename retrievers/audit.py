@@ -14,10 +14,11 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from arela_index.indexing.languages import detect_language
 from arela_index.nodes import make_node, node_id
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord, search_terms
+from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord
 from arela_index.stores.decisions import Decision
-from arela_index.text.entities import Vocabulary, extract_mentions
+from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
 from arela_index.text.timephrases import TimeWindow, resolve_time
+from arela_index.text.tokens import search_terms
 
 log = logging.getLogger("arela_index")
 
@@ -102,6 +103,16 @@ class AuditPlan:
         return "; ".join(parts) or "newest commits"
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """The question without its time phrase, what it mentions and what the vocabulary finds."""
+
+    text: str
+    mentions: Mentions
+    vocab: Vocabulary
+    found: Found
+
+
 _Touched = dict[int, tuple[set[str], set[str]]]
 _NONE: tuple[set[str], set[str]] = (set(), set())  # read-only default for lookups
 
@@ -143,64 +154,62 @@ class AuditLogRetriever(MemoryRetriever):
     # -- reading the question ------------------------------------------------------------------
 
     def plan(self, question: str) -> AuditPlan:
-        """Read a question into a search plan (also what the trace shows)."""
+        """Read a question into a search plan (also what the trace shows): its time window, then
+        from the rest the files, functions and people it names, its words and the order asked."""
         store = self._store
         window = resolve_time(question, store.newest_date(), store.tags())
         rest = window.without(question) if window else question
-        plan = AuditPlan(window=window)
-        mentions = extract_mentions(rest)
         vocab = self._vocabulary or store.history_vocabulary
-        found = vocab.find(rest)
-        strong_paths = {p for m in [*mentions.paths, *mentions.names] for p in vocab.paths_named(m)}
-        for mention in mentions.paths:
-            if not vocab.paths_named(mention):  # perhaps a file deleted or renamed since
-                strong_paths.update(store.history_vocabulary.paths_named(mention))
-        for path in [*found.paths, *sorted(strong_paths - set(found.paths))]:
-            if path in strong_paths:
-                plan.paths.append(path)
-            elif _stem(path) not in _GENERIC:  # "history of X" is not about HISTORY.rst
-                plan.soft_paths.append(path)
-        tails = {s: s.rsplit(".", 1)[-1] for s in found.symbols}
-        strong_tails = {
-            t for m in mentions.names for t in (tails.get(s) for s in vocab.symbols_named(m)) if t
-        }
-        # Names no vocabulary knows may still be functions the history's hunk headers named.
-        strong_tails |= store.known_symbols(n.rsplit(".", 1)[-1] for n in mentions.names)
-        for tail in dict.fromkeys([*tails.values(), *sorted(strong_tails)]):
-            if tail in strong_tails:
-                plan.symbols.append(tail)
-            elif tail.lower() not in _GENERIC:
-                plan.soft_symbols.append(tail)
-        authors = found.authors if vocab.authors else store.author_vocabulary.find(rest).authors
-        plan.authors = _named_authors(rest, authors)
-        # A named file is a filter already; its path's words ("src", "py") would only blur the ranking.
-        words = rest
-        if plan.paths:
-            for mention in mentions.paths:
-                words = words.replace(mention, " ")
-        author_words = {w for a in plan.authors for w in a.split()}
-        plan.terms = search_terms(words, drop=_GENERIC | author_words)[:_MAX_TERMS]
-        # "When was the timing module introduced?": the file whose stem is named was created by
-        # the oldest commit touching it, not by the oldest commit that says "timing".
-        named_words = {w.lower() for w in mentions.words}
-        created = [p for p in plan.soft_paths if _stem(p) in named_words]
-        oldest = _OLDEST.search(rest) and (
-            plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols or not plan.terms
-        )
-        if _NEWEST.search(rest):
-            plan.order = "newest"
-        elif oldest or (_ADDED.search(rest) and (plan.paths or plan.symbols or created)):
-            # "the first commit" too; but "first-class support" is a topic, not an order.
-            plan.order = "oldest"
-            plan.paths += created
-            plan.soft_paths = [p for p in plan.soft_paths if p not in created]
-        # From the whole question: "what's new in 8.3.0" is a window and a changelog section.
-        named = [m.group(1) for m in _VERSION.finditer(question)]
-        plan.versions = list(
-            dict.fromkeys(v for n in named for v in (n, n + ".0") if v.count(".") <= 2)
-        )
+        asked = _Asked(rest, extract_mentions(rest), vocab, vocab.find(rest))
+        plan = AuditPlan(window=window)
+        plan.paths, plan.soft_paths = self._paths(asked)
+        plan.symbols, plan.soft_symbols = self._symbols(asked)
+        plan.authors = self._authors(asked)
+        plan.terms = _terms(asked, plan)
+        plan.order, created = _order(asked, plan)
+        plan.paths += created
+        plan.soft_paths = [p for p in plan.soft_paths if p not in created]
+        plan.versions = _versions(question)  # "what's new in 8.3.0": a window and a changelog
         plan.about_decisions = bool(_DECISION.search(question))
         return plan
+
+    def _paths(self, asked: _Asked) -> tuple[list[str], list[str]]:
+        """Files the question names unmistakably (filters), and those its plain words name."""
+        vocab, mentions = asked.vocab, asked.mentions
+        strong = {p for m in [*mentions.paths, *mentions.names] for p in vocab.paths_named(m)}
+        for mention in mentions.paths:
+            if not vocab.paths_named(mention):  # perhaps a file deleted or renamed since
+                strong.update(self._store.history_vocabulary.paths_named(mention))
+        paths, soft = [], []
+        for path in [*asked.found.paths, *sorted(strong - set(asked.found.paths))]:
+            if path in strong:
+                paths.append(path)
+            elif _file_stem(path) not in _GENERIC:  # "history of X" is not about HISTORY.rst
+                soft.append(path)
+        return paths, soft
+
+    def _symbols(self, asked: _Asked) -> tuple[list[str], list[str]]:
+        """Functions the question names as identifiers (filters), and those its words name."""
+        tails = {s: s.rsplit(".", 1)[-1] for s in asked.found.symbols}
+        names = asked.mentions.names
+        strong = {
+            t for m in names for t in (tails.get(s) for s in asked.vocab.symbols_named(m)) if t
+        }
+        # Names no vocabulary knows may still be functions the history's hunk headers named.
+        strong |= self._store.known_symbols(n.rsplit(".", 1)[-1] for n in names)
+        symbols, soft = [], []
+        for tail in dict.fromkeys([*tails.values(), *sorted(strong)]):
+            if tail in strong:
+                symbols.append(tail)
+            elif tail.lower() not in _GENERIC:
+                soft.append(tail)
+        return symbols, soft
+
+    def _authors(self, asked: _Asked) -> list[str]:
+        found = asked.found.authors
+        if not asked.vocab.authors:
+            found = self._store.author_vocabulary.find(asked.text).authors
+        return _named_authors(asked.text, found)
 
     # -- searching -----------------------------------------------------------------------------
 
@@ -354,6 +363,39 @@ def _named_authors(question: str, candidates: list[str]) -> list[str]:
     return out
 
 
+def _terms(asked: _Asked, plan: AuditPlan) -> list[str]:
+    """The words to rank by: neither history words, nor the people, nor a named file's path."""
+    words = asked.text
+    if plan.paths:  # a filter already: its path's words ("src", "py") would only blur the ranking
+        for mention in asked.mentions.paths:
+            words = words.replace(mention, " ")
+    author_words = {w for a in plan.authors for w in a.split()}
+    return search_terms(words, drop=_GENERIC | author_words)[:_MAX_TERMS]
+
+
+def _order(asked: _Asked, plan: AuditPlan) -> tuple[Order, list[str]]:
+    """The order asked for, and the soft paths a "when was X added" makes filters."""
+    if _NEWEST.search(asked.text):
+        return "newest", []
+    # "When was the timing module introduced?": the file whose stem is named was created by
+    # the oldest commit touching it, not by the oldest commit that says "timing".
+    named_words = {w.lower() for w in asked.mentions.words}
+    created = [p for p in plan.soft_paths if _file_stem(p) in named_words]
+    named = plan.paths or plan.symbols
+    # "The first commit" too; but "first-class support" is a topic, not an order.
+    oldest = _OLDEST.search(asked.text) and (
+        named or plan.soft_paths or plan.soft_symbols or not plan.terms
+    )
+    if oldest or (_ADDED.search(asked.text) and (named or created)):
+        return "oldest", created
+    return "relevance", []
+
+
+def _versions(question: str) -> list[str]:
+    named = [m.group(1) for m in _VERSION.finditer(question)]
+    return list(dict.fromkeys(v for n in named for v in (n, n + ".0") if v.count(".") <= 2))
+
+
 def _word_hits(text: dict[int, float], soft: _Touched) -> list[_Hit]:
     """Commits matching the question's words; touching a file its plain words name adds a little.
 
@@ -373,7 +415,7 @@ def _word_hits(text: dict[int, float], soft: _Touched) -> list[_Hit]:
     return hits
 
 
-def _stem(path: str) -> str:
+def _file_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
 
 
@@ -441,7 +483,7 @@ def _commit_node(c: CommitRecord, hit: _Hit, plan: AuditPlan, trace: str) -> Tex
         author=c.author,
         date=c.date,
         id_=node_id("audit", "commit", c.hash),
-        extra={"retriever": "audit", "trace": trace},
+        extra={"retriever": "audit", "plan": trace},
     )
 
 
@@ -469,6 +511,6 @@ def _decision_node(d: Decision, trace: str) -> TextNode:
             "status": d.status,
             "version": d.version,
             "retriever": "audit",
-            "trace": trace,
+            "plan": trace,
         },
     )

@@ -13,6 +13,7 @@ from arela_index.retrievers.graph_questions import Entity, understand
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.graph import GraphStore, Link
 from arela_index.stores.graph_resolve import EXTERNAL
+from arela_index.text.question import Question
 
 # How a related symbol stands to the subject, as the first line of its node says it.
 _PHRASES = {
@@ -98,6 +99,9 @@ class CodeGraphRetriever(MemoryRetriever):
         self.fanout = max(1, fanout)
 
     def search(self, question: str) -> list[NodeWithScore]:
+        return self.ask(Question.of(question))
+
+    def ask(self, question: Question) -> list[NodeWithScore]:
         if self._store.is_empty():
             return []
         asked = understand(question, self._store)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
 from arela_index.stores.graph import GraphStore
-from arela_index.text.entities import extract_mentions
+from arela_index.text.question import Question
 
 RELATIONS = (
     "path",
@@ -116,7 +116,8 @@ _QUESTION_WORDS = frozenset(
         member members define defines defined definition declared where which what who how does
         reach path chain module modules file files symbol symbols implement implements
         implemented extend extends derive derives show find list depend depends dependency
-        dependencies field fields""",
+        dependencies field fields type types struct structs trait traits interface interfaces
+        enum enums implementation implementations implementor implementors""",
     )
 )
 
@@ -154,13 +155,13 @@ def relation_of(question: str, exclude: frozenset[str] = frozenset()) -> str:
     return "neighbourhood"
 
 
-def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> list[Entity]:
+def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False) -> list[Entity]:
     """The symbols a question names, strongest evidence first.
 
     Plain words count only when no stronger mention resolves, and match a symbol by closest
     name only with `fuzzy_words` (when the wording is plainly about code structure).
     """
-    mentions = extract_mentions(question)
+    mentions = question.mentions
     found: list[Entity] = []
     seen: set[str] = set()
 
@@ -177,18 +178,18 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
         modules = store.modules_at(path)
         if modules:
             add(Entity(path, modules, "path"))
-        else:  # `config.py`-like names may be dotted symbols too
-            add(
-                Entity(
-                    path,
-                    *store.find(path.rsplit(".", 1)[0] if "/" not in path else path, fuzzy=False),
-                )
-            )
+        elif "/" in path:
+            add(Entity(path, *store.find(path, fuzzy=False)))
+        else:  # `res.json`, `config.py`: a dotted symbol, or a module by its file's name
+            whole = store.find(path, fuzzy=False)
+            add(Entity(path, *(whole if whole[0] else store.find(path.rsplit(".", 1)[0], False))))
     if not found:
         for word in mentions.words:
-            if word.lower() not in _QUESTION_WORDS:
+            # "class Function": a word that names a relation elsewhere names a symbol here.
+            named = word[:1].isupper() and _said_kind(question.text, word) is not None
+            if word.lower() not in _QUESTION_WORDS or named:
                 add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
-    lowered = question.lower()
+    lowered = question.text.lower()
 
     def position(entity: Entity) -> int:
         at = lowered.find(entity.mention.lower())
@@ -198,32 +199,69 @@ def entities_of(question: str, store: GraphStore, fuzzy_words: bool = False) -> 
     return found
 
 
-def narrow(entity: Entity, relation: str, store: GraphStore) -> Entity:
-    """Fewer candidates where the relation or the code settles it: a subclass question is about a
-    class, and a module named after its class (`Log.java` defining `Log`) stands for that class."""
+def narrow(entity: Entity, relation: str, store: GraphStore, question: str = "") -> Entity:
+    """Fewer candidates where the question, the relation or the code settles it: "class X" is a
+    class, a subclass question is about a class, and a module named after its class (`Log.java`
+    defining `Log`) stands for that class. Among several left, one is clearly best when it alone
+    is spelled as asked, or alone lives outside tests, examples and docs."""
     if not entity.ambiguous:
         return entity
     kinds = {c: (store.symbol(c) or {}).get("kind") for c in entity.candidates}
-    wanted = _WANTED.get(relation)
+    wanted = _said_kind(question, entity.mention) or _WANTED.get(relation)
     kept = [
         c for c in entity.candidates if wanted is None or kinds[c] in wanted
     ] or entity.candidates
     namesakes = {c.rpartition(".")[0] for c in kept if kinds[c] in CLASS_KINDS}
     kept = [c for c in kept if not (kinds[c] == "module" and c in namesakes)] or kept
+    last = entity.mention.replace("::", ".").rpartition(".")[2]
+    for best in (
+        lambda c: c.rpartition(".")[2] == last,
+        lambda c: not _ASIDE.search("/" + str((store.symbol(c) or {}).get("path", ""))),
+    ):
+        if len(kept) > 1:
+            kept = [c for c in kept if best(c)] or kept
     return Entity(entity.mention, kept, entity.how)
 
 
-def understand(question: str, store: GraphStore) -> GraphQuestion:
+# Where code lives that is not the repository's own API: a name defined there and in the
+# package too means the package's.
+_ASIDE = re.compile(r"/(?:tests?|testing|spec|__tests__|examples?|docs?|bench(?:marks?)?)/", re.I)
+_KIND_WORDS = {
+    "class": CLASS_KINDS,
+    "struct": CLASS_KINDS,
+    "trait": CLASS_KINDS,
+    "interface": CLASS_KINDS,
+    "enum": CLASS_KINDS,
+    "type": CLASS_KINDS,
+    "function": CALLABLE_KINDS,
+    "method": CALLABLE_KINDS,
+    "module": frozenset({"module"}),
+}
+
+
+def _said_kind(question: str, mention: str) -> frozenset[str] | None:
+    """The kinds a question gives a name ("class Function", "the Sink trait"), if it does."""
+    name = re.escape(mention)
+    words = "|".join(_KIND_WORDS)
+    said = re.search(rf"\b({words})\s+`?{name}\b|\b{name}`?\s+({words})\b", question, re.I)
+    if said is None:
+        return None
+    return frozenset(_KIND_WORDS[(said.group(1) or said.group(2)).lower()])
+
+
+def understand(question: Question, store: GraphStore) -> GraphQuestion:
     """Relation and entities of one question.
 
-    >>> understand("how does main reach save?", store).relation        # doctest: +SKIP
+    >>> understand(Question.of("how does main reach save?"), store).relation  # doctest: +SKIP
     'path'
     """
-    relation = relation_of(question)
+    relation = relation_of(question.text)
     entities = entities_of(question, store, fuzzy_words=relation != "neighbourhood")
     if relation == "path" and len(entities) < 2:
-        relation = relation_of(question, exclude=frozenset({"path"}))
-    return GraphQuestion(relation, _scoped([narrow(e, relation, store) for e in entities]))
+        relation = relation_of(question.text, exclude=frozenset({"path"}))
+    return GraphQuestion(
+        relation, _scoped([narrow(e, relation, store, question.text) for e in entities])
+    )
 
 
 def _scoped(entities: list[Entity]) -> list[Entity]:

@@ -1,4 +1,5 @@
-"""What the three memory retrievers share: `search(question)`, and `retrieve` around it."""
+"""What the three memory retrievers share: `search(question)`, `ask` for a question already read,
+and `retrieve` around them."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from arela_index.text.question import Question
 
 
 class MemoryRetriever(BaseRetriever):
@@ -24,6 +27,11 @@ class MemoryRetriever(BaseRetriever):
     def search(self, question: str) -> list[NodeWithScore]:
         """This memory's fresh nodes for `question`, scores in [0, 1]; nothing found gives []."""
         raise NotImplementedError  # not abstract: LlamaIndex would wrap each one in a span
+
+    def ask(self, question: Question) -> list[NodeWithScore]:
+        """`search` for a question already read (the router's way in): a memory that reads what
+        a question names takes it from `question` instead of reading the text again."""
+        return self.search(question.text)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.search(query_bundle.query_str)

@@ -9,11 +9,11 @@ Out of scope: no nodes, and a trace that says so (not the stock `ValueError`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from llama_index.core.base.base_selector import BaseSelector, SelectorResult
+from llama_index.core.base.base_selector import BaseSelector
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM, MockLLM
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever, RouterRetriever
@@ -23,10 +23,12 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
 from arela_index.nodes import fresh, normalise
+from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
+from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
+from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
 
 log = logging.getLogger("arela_index")
@@ -90,95 +92,75 @@ class ArelaRouterRetriever(RouterRetriever):
 
     # -- the public surface ---------------------------------------------------------------
 
+    @property
+    def memory_names(self) -> list[str]:
+        """The memories among the router's tools, in tool order."""
+        return list(dict.fromkeys(m for m in self._memory_of.values() if m))
+
     def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
         """The nodes and the trace (the only answer when the question is out of scope)."""
-        bundle = _bundle(query)
-        trace = Trace(question=bundle.query_str)
-        with trace.time("route"):
-            result = (
-                self._selector.selection(bundle.query_str, self._metadatas)
-                if isinstance(self._selector, ArelaSelector)
-                else self._selector.select(self._metadatas, bundle)
+        return run(self.route_steps(Question.read(query, empty_ok=True)))
+
+    def route_steps(self, question: Question) -> Steps[tuple[list[NodeWithScore], Trace]]:
+        """Route the question, then retrieve from the memories chosen: the trace starts here."""
+        if isinstance(self._selector, ArelaSelector):
+            trace = yield from self._selector.route_steps(question, self._metadatas)
+        else:
+            selector, bundle = self._selector, question.bundle()
+            started = time.perf_counter()
+            result = yield Call(
+                lambda: selector.select(self._metadatas, bundle),
+                lambda: selector.aselect(self._metadatas, bundle),
             )
-        picks = self._record(result, trace)
-        nodes = self.retrieve_from([i for i, _ in picks], bundle, trace, trace.compared)
+            trace = Trace(question=question.text, stage=type(selector).__name__)
+            trace.picks = list(dict(zip(result.inds, result.reasons, strict=True)).items())
+            trace.timings_ms["route"] = round((time.perf_counter() - started) * 1000, 3)
+        self._record(trace)
+        indexes = [i for i, _ in trace.picks]
+        nodes = yield from self.fetch_steps(indexes, question, trace, trace.compared)
         return nodes, trace
 
-    async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        bundle = _bundle(query)
-        trace = Trace(question=bundle.query_str)
-        with trace.time("route"):
-            result = await self._selector.aselect(self._metadatas, bundle)
-        picks = self._record(result, trace)
-        nodes = await self.aretrieve_from([i for i, _ in picks], bundle, trace, trace.compared)
-        return nodes, trace
-
-    def retrieve_from(
+    def fetch_steps(
         self,
         memories: Sequence[str | int],
-        query: QueryType,
-        trace: Trace | None = None,
+        query: Question,
+        trace: Trace,
         compared: Sequence[str] = (),
-    ) -> list[NodeWithScore]:
-        """Retrieve from the named memories (or tool indexes), fused; for retries after grading."""
-        bundle = _bundle(query)
-        trace = trace or Trace(question=bundle.query_str)
+    ) -> Steps[list[NodeWithScore]]:
+        """Retrieve `query` from the named memories (or tool indexes), fused: the first pass, and
+        each retry the query loop makes."""
+        bundle = _Routed(query.text, trace=trace, question=query)
         parts = self._parts(memories, bundle, compared)
-        with _routing(trace):
+        with trace.time("retrieve"):
             if len(parts) > 1:
-                found = self._fusion(parts).retrieve(bundle)
+                fusion = self._fusion(parts)
+                found = yield Call(
+                    lambda: fusion.retrieve(bundle), lambda: fusion.aretrieve(bundle)
+                )
             else:  # one memory, asked directly: the trace already times it
-                found = parts[0].run(bundle) if parts else []
-        return self._finish(found, trace)
-
-    async def aretrieve_from(
-        self,
-        memories: Sequence[str | int],
-        query: QueryType,
-        trace: Trace | None = None,
-        compared: Sequence[str] = (),
-    ) -> list[NodeWithScore]:
-        bundle = _bundle(query)
-        trace = trace or Trace(question=bundle.query_str)
-        parts = self._parts(memories, bundle, compared)
-        with _routing(trace):
-            if len(parts) > 1:
-                found = await self._fusion(parts).aretrieve(bundle)
-            else:
-                found = await parts[0].arun(bundle) if parts else []
-        return self._finish(found, trace)
+                found = (yield from parts[0].steps(bundle)) if parts else []
+        return self._finish(found)
 
     # -- BaseRetriever ----------------------------------------------------------------------
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.retrieve_with_trace(query_bundle)[0]
+        return run(self.route_steps(Question.read(query_bundle, empty_ok=True)))[0]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return (await self.aretrieve_with_trace(query_bundle))[0]
+        return (await arun(self.route_steps(Question.read(query_bundle, empty_ok=True))))[0]
 
     # -- inside -----------------------------------------------------------------------------
 
-    def _record(self, result: SelectorResult, trace: Trace) -> list[tuple[int, str]]:
-        picks = list(dict(zip(result.inds, result.reasons, strict=True)).items())
-        route = result.route if isinstance(result, ArelaSelection) else None
-        if route is not None:
-            trace.intents, trace.stage = list(route.intents), route.stage
-            trace.entities, trace.compared = list(route.entities), list(route.compared)
-            trace.notes = list(route.notes)
-            for stage, ms in route.timings_ms.items():
-                if stage != "route":
-                    trace.timings_ms[stage] = ms
-        else:
-            trace.stage = type(self._selector).__name__
-        trace.memories = [(self._name(i), reason) for i, reason in picks]
-        if not picks:
+    def _record(self, trace: Trace) -> None:
+        trace.picks = list(dict(trace.picks).items())
+        trace.memories = [(self._name(i), reason) for i, reason in trace.picks]
+        if not trace.picks:
             trace.add_step("abstain", reason="the question is out of scope: no memory was searched")
-        return picks
 
     def _parts(
         self,
         memories: Sequence[str | int],
-        bundle: QueryBundle,
+        bundle: _Routed,
         compared: Sequence[str],
     ) -> list[_Part]:
         parts: list[_Part] = []
@@ -187,7 +169,7 @@ class ArelaRouterRetriever(RouterRetriever):
             retriever = self._retrievers[index]
             if len(compared) >= 2 and self._memory_of[index] != "audit":
                 for entity in compared:  # sub-queries of this question: made for it alone
-                    query = _subquery(bundle.query_str, entity, compared)
+                    query = Question.of(_subquery(bundle.query_str, entity, compared))
                     parts.append(_Part(retriever, f"{name}:{entity}", self.callback_manager, query))
             else:
                 if index not in self._whole:
@@ -232,7 +214,7 @@ class ArelaRouterRetriever(RouterRetriever):
                 self._fusions[key] = fusion
         return fusion
 
-    def _finish(self, found: list[NodeWithScore], trace: Trace) -> list[NodeWithScore]:
+    def _finish(self, found: list[NodeWithScore]) -> list[NodeWithScore]:
         best: dict[str, NodeWithScore] = {}
         for hit in found:
             kept = best.get(hit.node.node_id)
@@ -240,35 +222,27 @@ class ArelaRouterRetriever(RouterRetriever):
                 best[hit.node.node_id] = hit
         ranked = sorted(best.values(), key=lambda n: n.score or 0.0, reverse=True)[: self.top_k]
         scores = normalise(n.score or 0.0 for n in ranked)
-        return trace.attach(
-            [NodeWithScore(node=n.node, score=s) for n, s in zip(ranked, scores, strict=True)]
-        )
+        return [NodeWithScore(node=n.node, score=s) for n, s in zip(ranked, scores, strict=True)]
 
 
-# The trace of the route being retrieved, for the parts (shared between questions) to write to.
-_TRACE: ContextVar[Trace] = ContextVar("arela_route_trace")
+@dataclass
+class _Routed(QueryBundle):
+    """A query on its way to the memories of one route, with the trace they report to."""
 
-
-@contextmanager
-def _routing(trace: Trace) -> Iterator[None]:
-    token = _TRACE.set(trace)
-    try:
-        with trace.time("retrieve"):
-            yield
-    finally:
-        _TRACE.reset(token)
+    trace: Trace = field(default_factory=Trace)
+    question: Question = field(default_factory=lambda: Question.of(""))
 
 
 class _Part(BaseRetriever):
     """One memory (or one compared entity in it) inside a route: timed in the route's trace, and
-    never raising."""
+    never raising. Shared by every question that asks the same memories."""
 
     def __init__(
         self,
         inner: BaseRetriever,
         label: str,
         callback_manager: CallbackManager,
-        query: str | None = None,
+        query: Question | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager)
         self._inner, self._label, self._query = inner, label, query
@@ -278,57 +252,46 @@ class _Part(BaseRetriever):
         """Asked with the question itself, not a sub-query of it."""
         return self._query is None
 
-    @property
-    def _trace(self) -> Trace:
-        return _TRACE.get()
-
-    def run(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        bundle = QueryBundle(self._query) if self._query else query_bundle
-        with self._trace.time(f"retrieve:{self._label}"):
+    def steps(self, routed: _Routed) -> Steps[list[NodeWithScore]]:
+        trace, inner = routed.trace, self._inner
+        question = self._query or routed.question
+        with trace.time(f"retrieve:{self._label}"):
             try:
-                # A memory is asked by `search`: the span and callback events around `retrieve`
-                # cost as much as a code search, and the trace times each memory already.
-                if isinstance(self._inner, MemoryRetriever):
-                    found = self._inner.search(bundle.query_str)
-                else:  # another tool's nodes may be its stored ones: the route marks its own
-                    found = [fresh(n.node, n.score) for n in self._inner.retrieve(bundle)]
+                found = yield Call(
+                    lambda: self._search(question), lambda: inner.aretrieve(question.bundle())
+                )
             except Exception as exc:  # one broken memory must not sink the others
-                return self._failed(exc)
-        return self._noted(found)
-
-    async def arun(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        bundle = QueryBundle(self._query) if self._query else query_bundle
-        with self._trace.time(f"retrieve:{self._label}"):
-            try:
-                found = [fresh(n.node, n.score) for n in await self._inner.aretrieve(bundle)]
-            except Exception as exc:  # one broken memory must not sink the others
-                return self._failed(exc)
-        return self._noted(found)
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.run(query_bundle)
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return await self.arun(query_bundle)
-
-    def _noted(self, found: list[NodeWithScore]) -> list[NodeWithScore]:
+                log.warning("arela-index: the %s memory failed: %s", self._label, exc)
+                trace.add_step(
+                    "memory_failed", memory=self._label, error=f"{type(exc).__name__}: {exc}"
+                )
+                return []
         # A memory that degrades instead of failing (the code memory going sparse-only when its
         # embedder fails) says why in `fallback`; the trace must say so too.
-        why = getattr(self._inner, "fallback", None)
+        why = getattr(inner, "fallback", None)
         if isinstance(why, str):
-            self._trace.add_step("fallback", stage="dense", memory=self._label, why=why)
-        return found
+            trace.add_step("fallback", stage="dense", memory=self._label, why=why)
+        # Another tool's nodes may be its stored ones: the route marks its own copies.
+        return [n if isinstance(inner, MemoryRetriever) else fresh(n.node, n.score) for n in found]
 
-    def _failed(self, exc: Exception) -> list[NodeWithScore]:
-        log.warning("arela-index: the %s memory failed: %s", self._label, exc)
-        self._trace.add_step(
-            "memory_failed", memory=self._label, error=f"{type(exc).__name__}: {exc}"
-        )
-        return []
+    def _search(self, question: Question) -> list[NodeWithScore]:
+        # A memory is asked by `ask`: the span and callback events around `retrieve` cost as
+        # much as a code search, and the trace times each memory already.
+        if isinstance(self._inner, MemoryRetriever):
+            return self._inner.ask(question)
+        return self._inner.retrieve(question.bundle())
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return run(self.steps(_routed(query_bundle)))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await arun(self.steps(_routed(query_bundle)))
 
 
-def _bundle(query: QueryType) -> QueryBundle:
-    return query if isinstance(query, QueryBundle) else QueryBundle(str(query))
+def _routed(bundle: QueryBundle) -> _Routed:
+    if not isinstance(bundle, _Routed):
+        raise ArelaError("a route's memory is asked through its router, e.g. router.retrieve(q)")
+    return bundle
 
 
 def _subquery(question: str, entity: str, compared: Sequence[str]) -> str:

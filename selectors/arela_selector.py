@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -22,6 +21,8 @@ from llama_index.core.tools.types import ToolMetadata
 from pydantic import ConfigDict, Field
 
 from arela_index.errors import ArelaError
+from arela_index.query.steps import Steps, arun, run
+from arela_index.query.trace import Trace
 from arela_index.selectors.evidence import (
     Entities,
     compared_entities,
@@ -46,68 +47,30 @@ from arela_index.selectors.intents import (
     clauses,
     read_rules,
 )
-from arela_index.selectors.llm_stage import (
-    DEFAULT_PROMPT,
-    MAX_QUESTION_CHARS,
-    PROMPT_VARIABLES,
-    LLMStage,
-    LLMVerdict,
-)
+from arela_index.selectors.llm_stage import DEFAULT_PROMPT, PROMPT_VARIABLES, LLMStage, LLMVerdict
 from arela_index.selectors.prototypes import Prototypes
 from arela_index.selectors.reports import Reading, heed, read_question
 from arela_index.selectors.tools import closest_tool, description_terms, memory_indexes, memory_of
 from arela_index.text.entities import Vocabulary
+from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
 LLM_CONFIDENCE = 0.75
 
 
-@dataclass
-class Route:
-    """One routing decision: intents with confidence, chosen memories with reasons, timings.
-
-    `picks` are (tool index, reason) pairs for the tools the router was given; `stage` is the
-    stage whose answer was used (`rules`, `prototypes` or `llm`).
-    """
-
-    question: str
-    intents: list[tuple[str, float]] = field(default_factory=list)
-    memories: list[tuple[str, str]] = field(default_factory=list)
-    picks: list[tuple[int, str]] = field(default_factory=list)
-    stage: str = "rules"
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    entities: list[str] = field(default_factory=list)
-    compared: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # Stages 1 and 2 were unsure: the question went (or, with no LLM, would go) to stage 3.
-    needs_llm: bool = False
-
-    @property
-    def out_of_scope(self) -> bool:
-        return self.intent_names == [OUT_OF_SCOPE]
-
-    @property
-    def intent_names(self) -> list[str]:
-        return [name for name, _ in self.intents]
-
-    @property
-    def confidence(self) -> float:
-        return min((c for _, c in self.intents), default=0.0)
-
-
 class ArelaSelection(MultiSelection):
-    """A stock `MultiSelection` that also carries the full `Route` (stock routers ignore it)."""
+    """A stock `MultiSelection` that also carries the routing `Trace` (stock routers ignore it)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    route: Route | None = Field(default=None, exclude=True, repr=False)
+    route: Trace | None = Field(default=None, exclude=True, repr=False)
 
 
 @dataclass
 class _Draft:
     """Stage 1's reading of a question, handed on to stages 2 and 3."""
 
-    route: Route
+    route: Trace
     entities: Entities
     rules: RuleEvidence
     reading: Reading
@@ -155,14 +118,12 @@ class ArelaSelector(BaseSelector):
     # -- BaseSelector -----------------------------------------------------------------------
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
-        return self.selection(query.query_str, choices)
-
-    def selection(self, question: str, choices: Sequence[ToolMetadata]) -> ArelaSelection:
-        """What `select` returns, without LlamaIndex's span around it (the router's hot path)."""
-        return self._selection(self.route(question, choices))
+        return self.selection(run(self.route_steps(Question.read(query, empty_ok=True), choices)))
 
     async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
-        return self._selection(await self.aroute(query.query_str, choices))
+        return self.selection(
+            await arun(self.route_steps(Question.read(query, empty_ok=True), choices))
+        )
 
     def _get_prompts(self) -> PromptDictType:
         return {"route_prompt": self._prompt}
@@ -187,60 +148,38 @@ class ArelaSelector(BaseSelector):
 
     # -- routing ----------------------------------------------------------------------------
 
-    def route(self, question: str, choices: Sequence[ToolMetadata | str] | None = None) -> Route:
+    def route(
+        self, question: str | Question, choices: Sequence[ToolMetadata | str] | None = None
+    ) -> Trace:
         """Decide where `question` should look among `choices` (the router's tools)."""
-        draft = self._read(question, choices)
-        if draft.route.intents:
-            return self._finish(draft)
-        with _timed(draft.route, "prototypes"):
-            sims = (
-                self._prototypes.similarity(
-                    draft.route.question,
-                    draft.entities.mentions,
-                    self._terms,
-                    notes=draft.route.notes,
-                )
-                if draft.entities.in_scope
-                else {}
-            )
-        if self._weigh(draft, sims) or self._llm is None:
-            return self._finish(draft)
-        verdict = self._llm.ask(
-            draft.route.question, self._memory_texts(draft, choices), self._hint(draft)
-        )
-        return self._finish(self._heed(draft, verdict))
+        return run(self.route_steps(Question.read(question, empty_ok=True), choices))
 
-    async def aroute(
-        self, question: str, choices: Sequence[ToolMetadata | str] | None = None
-    ) -> Route:
-        """`route` for async callers: embeddings and the model are awaited."""
+    def route_steps(
+        self, question: Question, choices: Sequence[ToolMetadata | str] | None = None
+    ) -> Steps[Trace]:
+        """`route`, for a sync or an async runner: embeddings and the model are waited on."""
         draft = self._read(question, choices)
         if draft.route.intents:
             return self._finish(draft)
-        with _timed(draft.route, "prototypes"):
-            sims = (
-                await self._prototypes.asimilarity(
-                    draft.route.question,
-                    draft.entities.mentions,
-                    self._terms,
-                    notes=draft.route.notes,
+        with draft.route.time("prototypes"):
+            sims: dict[str, float] = {}
+            if draft.entities.in_scope:
+                sims = yield from self._prototypes.similarity_steps(
+                    question.text, question.mentions, self._terms, notes=draft.route.notes
                 )
-                if draft.entities.in_scope
-                else {}
-            )
         if self._weigh(draft, sims) or self._llm is None:
             return self._finish(draft)
-        verdict = await self._llm.aask(
-            draft.route.question, self._memory_texts(draft, choices), self._hint(draft)
+        verdict = yield from self._llm.ask_steps(
+            question.text, self._memory_texts(draft, choices), self._hint(draft)
         )
         return self._finish(self._heed(draft, verdict))
 
     # Stage 1: entities, scope and phrasing rules.
-    def _read(self, question: str, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
+    def _read(self, question: Question, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
         started = time.perf_counter()
-        text = " ".join(str(question)[:MAX_QUESTION_CHARS].split())
-        reading = read_question(str(question))
-        route = Route(question=text)
+        text = question.text
+        reading = read_question(question.lines or text)
+        route = Trace(question=text, stage="rules")
         metas = tools = None
         if choices is not None:
             metas = [
@@ -254,10 +193,10 @@ class ArelaSelector(BaseSelector):
             terms = terms | description_terms(
                 m for i, m in enumerate(metas) if i not in (tools or {}).values()
             )
-        with _timed(route, "rules"):
-            entities = read_entities(text, self.vocabulary, terms)
+        with route.time("rules"):
+            entities = read_entities(text, self.vocabulary, terms, question.mentions)
             route.entities = entities.known
-            prose = reading.prose[:MAX_QUESTION_CHARS]
+            prose = reading.prose
             # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
             authors = [] if reading.report else self._author_cues(prose, entities)
             rules = heed(read_rules(prose, authors), reading)
@@ -356,7 +295,7 @@ class ArelaSelector(BaseSelector):
             ]
         return draft
 
-    def _finish(self, draft: _Draft) -> Route:
+    def _finish(self, draft: _Draft) -> Trace:
         route = draft.route
         if route.intent_names != [OUT_OF_SCOPE]:
             self._code_too(draft)
@@ -447,7 +386,9 @@ class ArelaSelector(BaseSelector):
     def _hint(draft: _Draft) -> str:
         return ", ".join(f"{i} ({c:.2f})" for i, c in draft.route.intents) or "out_of_scope (weak)"
 
-    def _selection(self, route: Route) -> ArelaSelection:
+    @staticmethod
+    def selection(route: Trace) -> ArelaSelection:
+        """The stock answer to `select`, carrying the route."""
         return ArelaSelection(
             selections=[SingleSelection(index=i, reason=r) for i, r in route.picks], route=route
         )
@@ -457,19 +398,3 @@ def _rule_confidence(cue: Cue, rules: RuleEvidence) -> float:
     rivals = [c.weight for c in rules.cues if c.clause == cue.clause and c.intent != cue.intent]
     rival = max(rivals, default=0.0)
     return round(min(0.97, 0.8 + 0.1 * cue.weight) * (1 - 0.3 * min(1.0, rival / cue.weight)), 2)
-
-
-class _timed:
-    """Adds the milliseconds of a block to `route.timings_ms[stage]`."""
-
-    def __init__(self, route: Route, stage: str) -> None:
-        self.route, self.stage = route, stage
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc: Any) -> None:
-        ms = (time.perf_counter() - self.started) * 1000
-        self.route.timings_ms[self.stage] = round(
-            self.route.timings_ms.get(self.stage, 0.0) + ms, 3
-        )

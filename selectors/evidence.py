@@ -100,14 +100,19 @@ class Entities:
         return self.scope >= 1.0
 
 
-def read_entities(question: str, vocabulary: Vocabulary | None, terms: frozenset[str]) -> Entities:
+def read_entities(
+    question: str,
+    vocabulary: Vocabulary | None,
+    terms: frozenset[str],
+    mentions: Mentions | None = None,
+) -> Entities:
     """Resolve what the question names and weigh how much it is about this repository.
 
     Symbols count as *named* when the question writes them as identifiers (`parse_config`,
     `RedisBackend`, `Cart.addItem`) or as a capitalised word a class is called (`Scheduler`);
     a lower-case word like "scheduler" is a topic, not a name.
     """
-    mentions = extract_mentions(question)
+    mentions = mentions or extract_mentions(question)
     found = vocabulary.find(question, mentions) if vocabulary is not None else Found()
     entities = Entities(mentions, found)
     if vocabulary is not None:

@@ -19,10 +19,8 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, create_model
 
+from arela_index.query.steps import Steps, structured_call
 from arela_index.selectors.intents import INTENT_MEANINGS, INTENTS
-
-# Long enough for any real question; a 100 KB paste must not become a 100 KB prompt.
-MAX_QUESTION_CHARS = 2000
 
 DEFAULT_PROMPT = PromptTemplate(
     "You route one developer question about a single code repository to the memories that can "
@@ -63,7 +61,7 @@ class LLMStage:
     """Routes one question through `arela_index.llm.ollama.structured`, never raising.
 
     >>> llm = make_llm(config, config.router_model, config.router_timeout)  # doctest: +SKIP
-    >>> LLMStage(llm).ask("what broke?", {"audit": "..."}, "temporal").intents  # doctest: +SKIP
+    >>> run(LLMStage(llm).ask_steps("what broke?", {"audit": "..."}, "temporal")).intents  # doctest: +SKIP
     ('temporal',)
     """
 
@@ -76,28 +74,14 @@ class LLMStage:
         self.prompt = prompt
         self._rest = Rest(cooldown)
 
-    def ask(self, question: str, memories: Mapping[str, str], hint: str) -> LLMVerdict:
-        from arela_index.llm.ollama import structured
-
+    def ask_steps(self, question: str, memories: Mapping[str, str], hint: str) -> Steps[LLMVerdict]:
+        """The model's verdict on `question` (already cut to the question limit), or why none."""
         if resting := self._resting():
             return resting
         started, schema = time.perf_counter(), answer_model(tuple(memories))
         variables = self._variables(question, memories, hint)
         try:
-            answer = structured(self.llm, schema, self.prompt, **variables)
-        except Exception as exc:  # any failure must leave the route to stages 1 and 2
-            return self._failed(exc, started)
-        return _verdict(answer, memories, started)
-
-    async def aask(self, question: str, memories: Mapping[str, str], hint: str) -> LLMVerdict:
-        from arela_index.llm.ollama import astructured
-
-        if resting := self._resting():
-            return resting
-        started, schema = time.perf_counter(), answer_model(tuple(memories))
-        variables = self._variables(question, memories, hint)
-        try:
-            answer = await astructured(self.llm, schema, self.prompt, **variables)
+            answer = yield structured_call(self.llm, schema, self.prompt, **variables)
         except Exception as exc:  # any failure must leave the route to stages 1 and 2
             return self._failed(exc, started)
         return _verdict(answer, memories, started)
@@ -110,7 +94,7 @@ class LLMStage:
             "memories": "\n".join(f"- {name}: {text}" for name, text in memories.items())
             or "- none",
             "hint": hint,
-            "question": question[:MAX_QUESTION_CHARS],
+            "question": question,
         }
 
     def _resting(self) -> LLMVerdict | None:

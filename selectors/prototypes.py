@@ -18,6 +18,7 @@ from itertools import pairwise
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.llm.ollama import Rest, describe_failure
+from arela_index.query.steps import Call, Steps, run
 from arela_index.selectors.evidence import stem
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -215,34 +216,30 @@ class Prototypes:
         terms: frozenset[str] = frozenset(),
         notes: list[str] | None = None,
     ) -> dict[str, float]:
+        """`similarity_steps`, run in line."""
+        return run(self.similarity_steps(question, mentions, terms, notes))
+
+    def similarity_steps(
+        self,
+        question: str,
+        mentions: Mentions | None = None,
+        terms: frozenset[str] = frozenset(),
+        notes: list[str] | None = None,
+    ) -> Steps[dict[str, float]]:
         """Lexical similarity, averaged with embedding similarity when a model is set.
 
         A failing embedder (Ollama down, hanging, off-schema) leaves the lexical score alone,
         says why in `notes` and rests for `cooldown` seconds: one timeout, not one per question.
         """
         lexical = self.lexical(question, mentions, terms)
-        if self._embed_model is None or self._rests(notes):
+        embed = self._embed_model
+        if embed is None or self._rests(notes):
             return lexical
         try:
-            dense = self._best_per_intent(
-                enumerate(self._cosines(self._embed_model.get_query_embedding(question)))
+            query = yield Call(
+                lambda: embed.get_query_embedding(question),
+                lambda: embed.aget_query_embedding(question),
             )
-        except Exception as exc:  # any embedder failure must leave routing to the lexical score
-            return self._failed(exc, lexical, notes)
-        return {k: (lexical.get(k, 0.0) + dense.get(k, 0.0)) / 2 for k in {*lexical, *dense}}
-
-    async def asimilarity(
-        self,
-        question: str,
-        mentions: Mentions | None = None,
-        terms: frozenset[str] = frozenset(),
-        notes: list[str] | None = None,
-    ) -> dict[str, float]:
-        lexical = self.lexical(question, mentions, terms)
-        if self._embed_model is None or self._rests(notes):
-            return lexical
-        try:
-            query = await self._embed_model.aget_query_embedding(question)
             dense = self._best_per_intent(enumerate(self._cosines(query)))
         except Exception as exc:  # any embedder failure must leave routing to the lexical score
             return self._failed(exc, lexical, notes)

@@ -85,7 +85,7 @@ def test_existing_app_swaps_in_the_retriever_of_its_own_engines(clone: Path) -> 
     chat = out.split("CondensePlusContextChatEngine: who calls build_index?")[1]
     assert "sources: [arela_index/indexing/build.py:" in chat
     follow_up = out.split("index.as_chat_engine(): who calls it?")[1]
-    assert "[arela_index/query/engines.py:" in follow_up  # "it" is still checked_question
+    assert "[arela_index/query/engines.py:" in follow_up  # "it" is still offline_answer
 
 
 def test_agent_tool_without_ollama_skips_the_agent_but_calls_the_tool(clone: Path) -> None:

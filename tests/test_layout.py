@@ -1,9 +1,10 @@
 """The package imports the same way from the repository root (editable install) and as an installed
-wheel, never shadows the standard library's `selectors` (which asyncio imports), and exposes
-nothing of the repository but the package."""
+wheel, never shadows the standard library's `selectors` (which asyncio imports), exposes
+nothing of the repository but the package, and has no import cycle."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +36,59 @@ def _run(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the installed package by dotted name, retrievers/ and selectors/ included."""
+    found = {}
+    for folder, package in (
+        (ROOT / "arela_index", "arela_index"),
+        (ROOT / "retrievers", "arela_index.retrievers"),
+        (ROOT / "selectors", "arela_index.selectors"),
+    ):
+        for path in folder.rglob("*.py"):
+            parts = [p for p in path.relative_to(folder).with_suffix("").parts if p != "__init__"]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules `name` imports when it runs: functions' imports too, not those
+    under `if TYPE_CHECKING:` (the type checker's only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+                for _ in range(node.level - 1):
+                    package = package.rsplit(".", 1)[0]
+                base = package + (f".{node.module}" if node.module else "")
+            targets = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+            out.update(targets or [base])
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {t for t in out if t in modules and t != name}
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        graph.add_edges_from((name, target) for target in _imported(name, path, modules))
+    assert graph.number_of_edges() > 100  # the graph was read, not empty
+    assert "arela_index.stores.code_search" in graph["arela_index.stores.code"]
+    assert list(nx.simple_cycles(graph)) == []
 
 
 def test_selectors_folder_has_no_init() -> None:

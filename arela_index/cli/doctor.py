@@ -22,6 +22,7 @@ from typing import Any
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
 from arela_index.indexing.changes import Changes
+from arela_index.indexing.health import partial_memories
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import git, resolve_root
 
@@ -193,6 +194,8 @@ def _index_checks(
     yield _embedding_check(manifest, config, ollama_status, rebuild)
     yield from _freshness_checks(root, persist_dir, config, manifest, refresh)
     yield from _memory_checks(folder, manifest, rebuild)
+    for partial in partial_memories(manifest.memories, str(root)):
+        yield Check(f"{partial.memory} memory", "warn", f"partial: {partial.reason}", partial.todo)
 
 
 def _embedding_check(

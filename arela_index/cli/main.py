@@ -53,6 +53,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     for note in index.notes:
         if "runs offline" not in note:
             print(f"arela: {note}", file=sys.stderr)
+    _say_index_state(index)
     engine = index.as_query_engine(top_k=args.top_k)
     status = EXIT_OK
     for asked in questions:
@@ -82,6 +83,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
         sys.stdout.flush()
     return status
+
+
+def _say_index_state(index: Any) -> None:
+    """One note line per thing that makes answers less than whole: a partial memory, a stale
+    index; and a clear error when the index holds nothing to answer from."""
+    from arela_index.errors import ArelaError
+
+    for partial in index.partial_memories():
+        print(f"arela: note: {partial.line()}", file=sys.stderr)
+    stale = index.staleness()
+    if stale:
+        print(
+            f"arela: note: the index is older than the repository ({stale.describe()}); "
+            f"answers may be out of date: run `arela index {index.root} --refresh`",
+            file=sys.stderr,
+        )
+    if not index.available_memories():
+        raise ArelaError(
+            f"the repository {index.root} has no indexable files, history or decision records, "
+            "so there is nothing to answer from: add files (or loosen --exclude and "
+            f".arelaignore), then run `arela index {index.root}`"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,24 +6,39 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from llama_index.core.schema import TextNode
 
 from arela_index.config import ArelaConfig
+from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.persist import Manifest, build_lock, current_build, new_build
+from arela_index.indexing.freshness import Snapshot
+from arela_index.indexing.health import FAILED, partial_memories
+from arela_index.indexing.persist import (
+    Manifest,
+    build_lock,
+    current_build,
+    current_build_or_none,
+    link_memory,
+    new_build,
+)
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
 from arela_index.parsing.symbols import FileSymbols
-from arela_index.stores.code import CodeStore
+from arela_index.stores.code import CodeStore, EmbeddingInfo
+
+if TYPE_CHECKING:
+    from arela_index.stores.graph import GraphStore
 
 
 @dataclass
@@ -106,7 +121,10 @@ def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode
     text = file.read_text()
     symbols = extract_symbols(file, text) if parses(file.language) else None
     definitions = symbols.definitions if symbols is not None and not symbols.error else None
-    return symbols, chunk_file(file, text, definitions)
+    try:
+        return symbols, chunk_file(file, text, definitions)
+    except Exception:
+        return symbols, chunk_file(file, text, None)
 
 
 # A chunk as a parse worker hands it back: plain values pickle at a fraction of a node's cost.
@@ -116,7 +134,7 @@ _Row = tuple[Any, ...]  # (node id, text, *_ROW_KEYS)
 
 @dataclass
 class _Parsed:
-    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`sparse_tokens`)."""
+    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`chunk_terms`)."""
 
     symbols: FileSymbols | None
     rows: list[_Row]
@@ -124,11 +142,11 @@ class _Parsed:
 
 
 def _parse_file(file: SourceFile) -> _Parsed:
-    from arela_index.stores.code import sparse_tokens
+    from arela_index.stores.code_search import chunk_terms
 
     symbols, chunks = parse_and_chunk(file)
     rows = [(c.node_id, c.text, *(c.metadata[k] for k in _ROW_KEYS)) for c in chunks]
-    return _Parsed(symbols, rows, [sparse_tokens(c) for c in chunks])
+    return _Parsed(symbols, rows, [chunk_terms(c) for c in chunks])
 
 
 def _node(row: _Row) -> TextNode:
@@ -155,9 +173,97 @@ def build_index(
     *,
     refresh: bool = False,
 ) -> BuildSummary:
-    """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed."""
+    """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed
+    (nothing at all when nothing did: the index is left as it is)."""
+    if refresh:
+        unchanged = _unchanged(resolve_root(path), config, runtime)
+        if unchanged is not None:
+            return unchanged
     with _collector_paused():
-        return _build_index(path, config, runtime, refresh)
+        summary = _build_index(path, config, runtime, refresh)
+    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    return summary
+
+
+def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummary | None:
+    """The summary of a refresh that needs no file read: nothing changed (the index is left as
+    it is), or only HEAD or the tags moved (code and graph memories are kept, the history is
+    appended). None when files or settings changed: then the build does what it must."""
+    from arela_index.indexing.freshness import staleness_of
+
+    started = time.perf_counter()
+    persist_dir = config.persist_path(root)
+    folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
+    if folder is None:
+        return None
+    try:
+        manifest = Manifest.read(folder, verify=False)
+        if not manifest.untouched(folder):
+            return None  # damaged since: the build says what is wrong
+        stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
+    except ArelaError:
+        return None
+    if stale.files_changed or stale.settings_changed:
+        return None
+    say_offline_once(config, runtime)
+    if stale:
+        return _history_only(root, config, runtime, persist_dir, started)
+    note = f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+
+
+def _history_only(
+    root: Path, config: ArelaConfig, runtime: Runtime, persist_dir: Path, started: float
+) -> BuildSummary | None:
+    """A new build that keeps the code and graph memories and appends the history."""
+    with build_lock(persist_dir):
+        previous = current_build(persist_dir)
+        if previous is None:
+            return None
+        manifest = Manifest.read(previous)
+        snapshot = Snapshot.take(root, config, runtime, persist_dir)
+        scan = scan_repository(root, config, persist_dir)
+        if {f.path: f.sha256 for f in scan.files} != manifest.files:
+            return None  # a file changed meanwhile: a full refresh reads it
+        with new_build(persist_dir) as folder:
+            snapshot.save(folder)
+            for name in ("code", "graph"):
+                link_memory(previous / name, folder / name)
+            audit, _ = _build_audit(scan, folder / "audit", previous, Changes())
+            manifest.head = scan.head
+            manifest.memories = {**manifest.memories, "audit": audit}
+            manifest.built_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            manifest.build_seconds = round(time.perf_counter() - started, 3)
+            manifest.save(folder)
+    note = "no file changed since the last build: code and graph memories kept, history updated"
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+
+
+def _summary_of(
+    manifest: Manifest,
+    root: Path,
+    persist_dir: Path,
+    runtime: Runtime,
+    started: float,
+    notes: list[str],
+) -> BuildSummary:
+    embedding = manifest.embedding
+    label = f", embedding {embedding['provider']}:{embedding['name']}" if embedding else ""
+    summary = BuildSummary(
+        repo=str(root),
+        persist_dir=str(persist_dir),
+        mode=runtime.mode + (label or ", sparse only"),
+        refreshed=True,
+        files=len(manifest.files),
+        languages=dict(manifest.languages),
+        chunks=int(manifest.memories.get("code", {}).get("chunks", 0)),
+        skipped=dict(manifest.skipped),
+        seconds=time.perf_counter() - started,
+        memories=manifest.memories,
+        notes=notes,
+    )
+    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    return summary
 
 
 @contextlib.contextmanager
@@ -175,90 +281,140 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _Previous(NamedTuple):
+    """The build a refresh starts from (its audit memory is read by the history process)."""
+
+    folder: Path
+    manifest: Manifest
+    code: CodeStore
+    graph: GraphStore
+
+
+class _Built(NamedTuple):
+    """A new build's memories: its code store and each memory's stats."""
+
+    code: CodeStore
+    chunks: int
+    memories: dict[str, dict[str, Any]]
+
+
 def _build_index(
     path: str | Path, config: ArelaConfig, runtime: Runtime, refresh: bool
 ) -> BuildSummary:
-    from arela_index.stores.graph import GraphStore
-
     started = time.perf_counter()
     timings: dict[str, float] = {}
     root = resolve_root(path)
     persist_dir = config.persist_path(root)
     with _timer(timings, "scan"):
+        snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
         scan = scan_repository(root, config, persist_dir)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
-    notes: list[str] = []
     with build_lock(persist_dir):
-        previous_folder = current_build(persist_dir) if refresh else None
-        previous = _load_previous(previous_folder) if previous_folder else None
+        previous = _load_previous(persist_dir) if refresh else None
         hashes = {f.path: f.sha256 for f in scan.files}
-        changes = Changes.between(previous[0].files, hashes) if previous else None
-        todo = [f for f in scan.files if changes is None or f.path in changes.changed]
-        embed_model, embedding = embedder_for_build(config, runtime)
-        if (
-            previous
-            and previous[1].embedding
-            and embedding
-            and previous[1].embedding.label != embedding.label
-        ):
-            old = previous[1].embedding.label
-            notes.append(f"embedding changed from {old} to {embedding.label}: all re-embedded")
-
-        with new_build(persist_dir) as folder, _parse_pool(len(todo)) as pool:
-            # History is read by git and a process of its own while the files are parsed: no
-            # interpreter lock shared with the parsing, and a lower CPU priority, so the code
-            # memory's few seconds of parsing are not stretched by git diffing a long history
-            # on the same cores (the history gets the cores back as soon as parsing is done).
-            with _side_process() as side:
-                audit_job = side.submit(
-                    _build_audit, scan, folder / "audit", previous_folder, changes
-                )
-                with _timer(timings, "parse"):
-                    parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
-                if previous and changes is not None:
-                    kept = previous[1].chunks_of(set(hashes) - changes.changed)
-                    chunks = kept + chunks
-                    unknown: list[list[str] | None] = [None] * len(kept)
-                    tokens = unknown + tokens
-                chunks, tokens = _in_reading_order(chunks, tokens)
-                with _timer(timings, "code"):
-                    embed_progress = _Progress(
-                        len(chunks) if embed_model is not None else 0,
-                        config.show_progress,
-                        "embedding",
-                        "chunk",
-                    )
-                    code = CodeStore.build(
-                        chunks,
-                        folder / "code",
-                        embed_model,
-                        embedding,
-                        previous=previous[1] if previous else None,
-                        progress=embed_progress,
-                        tokens=tokens,
-                    )
-                    embed_progress.close()
-                with _timer(timings, "graph"):
-                    graph = GraphStore.build(
-                        scan,
-                        folder / "graph",
-                        previous=previous[2] if previous else None,
-                        changes=changes,
-                        parsed=parsed,
-                    )
-                audit, timings["audit"] = audit_job.result()
-            memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit}
-            seconds = time.perf_counter() - started
+        changes = Changes.between(previous.manifest.files, hashes) if previous else None
+        embedder = embedder_for_build(config, runtime)
+        with new_build(persist_dir) as folder:
+            snapshot.save(folder)
+            built = _build_memories(scan, folder, previous, changes, embedder, config, timings)
             Manifest(
                 repo_root=str(scan.root),
                 head=scan.head,
-                embedding=None if code.embedding is None else code.embedding.__dict__,
+                embedding=None if built.code.embedding is None else built.code.embedding.__dict__,
                 files=hashes,
-                build_seconds=round(seconds, 3),
-                memories=memories,
+                build_seconds=round(time.perf_counter() - started, 3),
+                memories=built.memories,
                 skipped=dict(scan.skip_reasons()),
                 languages=dict(scan.by_language()),
             ).save(folder)
+    embedding = built.code.embedding
+    return BuildSummary(
+        repo=str(scan.root),
+        persist_dir=str(persist_dir),
+        mode=runtime.mode + (f", embedding {embedding.label}" if embedding else ", sparse only"),
+        refreshed=previous is not None,
+        files=len(scan.files),
+        languages=dict(scan.by_language()),
+        chunks=built.chunks,
+        skipped=dict(scan.skip_reasons()),
+        seconds=time.perf_counter() - started,
+        memories=built.memories,
+        changed=len(changes.changed) if changes else 0,
+        deleted=len(changes.deleted) if changes else 0,
+        notes=_notes(scan, previous, embedder[1], built.memories["audit"]),
+        timings={k: round(v, 3) for k, v in timings.items()},
+    )
+
+
+def _build_memories(
+    scan: ScanResult,
+    folder: Path,
+    previous: _Previous | None,
+    changes: Changes | None,
+    embedder: tuple[Any, EmbeddingInfo | None],
+    config: ArelaConfig,
+    timings: dict[str, float],
+) -> _Built:
+    """The three memories into `folder`: only the changed files' chunks are parsed again."""
+    from arela_index.stores.graph import GraphStore
+
+    todo = [f for f in scan.files if changes is None or f.path in changes.changed]
+    embed_model, embedding = embedder
+    with _parse_pool(len(todo)) as pool, _side_process() as side:
+        # History is read by git and a process of its own while the files are parsed: no
+        # interpreter lock shared with the parsing, and a lower CPU priority, so the code
+        # memory's few seconds of parsing are not stretched by git diffing a long history
+        # on the same cores (the history gets the cores back as soon as parsing is done).
+        before = previous.folder if previous else None
+        audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
+        with _timer(timings, "parse"):
+            parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
+        if previous and changes is not None:
+            kept = previous.code.chunks_of({f.path for f in scan.files} - changes.changed)
+            unknown: list[list[str] | None] = [None] * len(kept)
+            chunks, tokens = kept + chunks, unknown + tokens
+        chunks, tokens = _in_reading_order(chunks, tokens)
+        with _timer(timings, "code"):
+            progress = _Progress(
+                len(chunks) if embed_model is not None else 0,
+                config.show_progress,
+                "embedding",
+                "chunk",
+            )
+            code = CodeStore.build(
+                chunks,
+                folder / "code",
+                embed_model,
+                embedding,
+                previous=previous.code if previous else None,
+                progress=progress,
+                tokens=tokens,
+            )
+            progress.close()
+        with _timer(timings, "graph"):
+            graph = GraphStore.build(
+                scan,
+                folder / "graph",
+                previous=previous.graph if previous else None,
+                changes=changes,
+                parsed=parsed,
+            )
+        audit, timings["audit"] = audit_job.result()
+    memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit}
+    return _Built(code, len(chunks), memories)
+
+
+def _notes(
+    scan: ScanResult,
+    previous: _Previous | None,
+    embedding: EmbeddingInfo | None,
+    audit: dict[str, Any],
+) -> list[str]:
+    """What the summary says besides the figures."""
+    notes = []
+    old = previous.code.embedding if previous else None
+    if old and embedding and old.label != embedding.label:
+        notes.append(f"embedding changed from {old.label} to {embedding.label}: all re-embedded")
     if not scan.files:
         notes.append("no files to index: the repository is empty or everything in it was skipped")
     if skipped_records := audit.get("skipped_records"):
@@ -266,23 +422,7 @@ def _build_index(
             f"history: {audit.get('commits', 0)} commits, "
             f"{skipped_records} records unreadable and skipped"
         )
-    return BuildSummary(
-        repo=str(scan.root),
-        persist_dir=str(persist_dir),
-        mode=runtime.mode
-        + (f", embedding {code.embedding.label}" if code.embedding else ", sparse only"),
-        refreshed=previous is not None,
-        files=len(scan.files),
-        languages=dict(scan.by_language()),
-        chunks=len(chunks),
-        skipped=dict(scan.skip_reasons()),
-        seconds=time.perf_counter() - started,
-        memories=memories,
-        changed=len(changes.changed) if changes else 0,
-        deleted=len(changes.deleted) if changes else 0,
-        notes=notes,
-        timings={k: round(v, 3) for k, v in timings.items()},
-    )
+    return notes
 
 
 _PARALLEL_FROM = 64  # files; below this a process pool costs more than it saves
@@ -369,9 +509,40 @@ def _build_audit(
     from arela_index.stores.audit import AuditStore
 
     started = time.perf_counter()
-    before = AuditStore.load(previous / "audit") if previous is not None else None
-    stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    if previous is not None and _same_history(scan, previous, changes):
+        link_memory(previous / "audit", directory)
+        return AuditStore.load(directory).stats(), time.perf_counter() - started
+    try:
+        before = AuditStore.load(previous / "audit") if previous is not None else None
+        stats = AuditStore.build(scan, directory, previous=before, changes=changes).stats()
+    except Exception as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix="arela-nohistory-") as nothing:
+            # An audit memory holding nothing: what a folder without git or records makes.
+            AuditStore.build(ScanResult(root=Path(nothing)), directory)
+        reason = f"{type(exc).__name__}: {printable(str(exc), 200)}"
+        stats = {"commits": 0, "decisions": 0, "git": scan.is_git, FAILED: reason}
     return stats, time.perf_counter() - started
+
+
+def _same_history(scan: ScanResult, previous: Path, changes: Changes | None) -> bool:
+    """Whether the previous build's audit memory is what a build now would make: HEAD and tags
+    where they were, no decision record touched, the history read in full last time."""
+    from arela_index.indexing.freshness import Snapshot, tags_key
+    from arela_index.stores.decisions import is_adr, is_changelog, is_decision_file
+
+    before = Snapshot.read(previous)
+    stats = Manifest.read(previous, verify=False).memories.get("audit", {})
+    if before is None or changes is None or stats.get("partial") or stats.get(FAILED):
+        return False
+    decisions = any(is_decision_file(f) for f in scan.files if f.path in changes.changed)
+    gone = any(is_adr(path) or is_changelog(path) for path in changes.deleted)
+    return (
+        before.head == scan.head
+        and before.tags == tags_key(scan.root)
+        and not decisions
+        and not gone
+    )
 
 
 def _side_start(parent: int) -> None:
@@ -406,13 +577,16 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
         timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
 
 
-def _load_previous(folder: Path) -> tuple[Manifest, CodeStore, Any, Any]:
-    from arela_index.stores.audit import AuditStore
+def _load_previous(persist_dir: Path) -> _Previous | None:
+    """The current build, to refresh from; None when there is none."""
     from arela_index.stores.graph import GraphStore
 
-    return (
+    folder = current_build(persist_dir)
+    if folder is None:
+        return None
+    return _Previous(
+        folder,
         Manifest.read(folder),
         CodeStore.load(folder / "code"),
-        GraphStore.load(folder / "graph"),
-        AuditStore.load(folder / "audit"),
+        GraphStore.previous(folder / "graph"),
     )

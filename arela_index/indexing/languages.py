@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 _BY_SUFFIX = {
@@ -68,6 +69,17 @@ _BY_SUFFIX = {
     ".ml": "ocaml",
     ".clj": "clojure",
     ".zig": "zig",
+    ".ipynb": "notebook",
+    # Templates: indexed as text, so the pages and mails a repository renders can be found.
+    ".ejs": "template",
+    ".hbs": "template",
+    ".handlebars": "template",
+    ".mustache": "template",
+    ".jinja": "template",
+    ".jinja2": "template",
+    ".j2": "template",
+    ".njk": "template",
+    ".liquid": "template",
 }
 _BY_NAME = {
     "makefile": "make",
@@ -103,6 +115,48 @@ def detect_language(path: str) -> str | None:
     if stem in _BY_NAME:
         return _BY_NAME[stem]
     return None
+
+
+# Interpreters named on a `#!` line, for scripts without an extension.
+_INTERPRETERS = {
+    "python": "python",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "deno": "typescript",
+    "bun": "javascript",
+    "sh": "shell",
+    "bash": "shell",
+    "zsh": "shell",
+    "dash": "shell",
+    "ksh": "shell",
+    "ruby": "ruby",
+    "perl": "perl",
+    "php": "php",
+    "lua": "lua",
+    "rscript": "r",
+}
+_SHEBANG = re.compile(rb"#!\s*(\S+)(?:[ \t]+(.*))?")
+
+
+def detect_script(path: str, head: bytes) -> str | None:
+    r"""The language of an extensionless script from its `#!` line, or None.
+
+    >>> detect_script("bin/release", b"#!/usr/bin/env python3\nimport sys\n")
+    'python'
+    >>> detect_script("tools/run", b"#!/usr/bin/env -S node --no-warnings\n")
+    'javascript'
+    """
+    if "." in PurePosixPath(path).name or not head.startswith(b"#!"):
+        return None
+    found = _SHEBANG.match(head.split(b"\n", 1)[0])
+    if found is None:
+        return None
+    program = found.group(1).rsplit(b"/", 1)[-1]
+    if program == b"env":
+        words = [w for w in (found.group(2) or b"").split() if not w.startswith(b"-")]
+        program = words[0].rsplit(b"/", 1)[-1] if words else b""
+    name = re.sub(rb"[\d.]+$", b"", program).decode("ascii", "replace").lower()
+    return _INTERPRETERS.get(name)
 
 
 def is_doc(language: str | None) -> bool:

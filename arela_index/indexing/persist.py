@@ -31,7 +31,8 @@ from typing import Any
 from arela_index import __version__
 from arela_index.errors import ArelaError, IndexProblem, corrupt
 
-FORMAT_VERSION = 1
+# 2: the code memory's BM25 is two bm25s indexes (chunks, files) saved by bm25s itself.
+FORMAT_VERSION = 2
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"
@@ -70,7 +71,9 @@ class Manifest:
         )
 
     @classmethod
-    def read(cls, folder: Path) -> Manifest:
+    def read(cls, folder: Path, verify: bool = True) -> Manifest:
+        """The manifest of a build folder; with `verify`, every file's checksum is checked too
+        (a load checks each memory's files when it opens that memory instead)."""
         path = folder / _MANIFEST
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -93,12 +96,16 @@ class Manifest:
         for name, kind in (("repo_root", str), ("files", dict), ("checksums", dict)):
             if not isinstance(getattr(manifest, name), kind):
                 raise corrupt(path, f"{name} is not a {kind.__name__}")
-        manifest.verify(folder)
+        if verify:
+            manifest.verify(folder)
         return manifest
 
-    def verify(self, folder: Path) -> None:
-        """Raise the one-line corrupt-file error for the first file that is not as it was built."""
+    def verify(self, folder: Path, under: str = "") -> None:
+        """Raise the one-line corrupt-file error for the first file that is not as it was built
+        (of those `under` a subfolder, such as "graph/", when given)."""
         for name, digest in sorted(self.checksums.items()):
+            if not name.startswith(under):
+                continue
             file = folder / name
             try:
                 found = _sha256(file)
@@ -108,6 +115,15 @@ class Manifest:
                 raise corrupt(file, exc.strerror or str(exc)) from None
             if found != digest:
                 raise corrupt(file, "its content changed since the build (checksum mismatch)")
+
+    def untouched(self, folder: Path) -> bool:
+        """Every file the build wrote is there and none was written after the manifest: the
+        cheap test a no-op refresh makes (`verify` reads every byte; a load does that)."""
+        try:
+            written = (folder / _MANIFEST).stat().st_mtime_ns
+            return all((folder / name).stat().st_mtime_ns <= written for name in self.checksums)
+        except OSError:
+            return False
 
 
 def _sha256(path: Path) -> str:
@@ -204,6 +220,22 @@ def new_build(persist_dir: Path) -> Iterator[Path]:
     os.replace(pointer, persist_dir / _CURRENT)
     if previous is not None and previous != folder:
         shutil.rmtree(previous, ignore_errors=True)
+
+
+def link_memory(source: Path, target: Path) -> None:
+    """A memory of the previous build taken as it is into a new one: its files hard-linked
+    (copied where links are refused). Builds never write a file of a finished build, so
+    sharing them is safe; the old build folder's removal leaves them to the new one."""
+    for path in sorted(source.rglob("*")):
+        dest = target / path.relative_to(source)
+        if path.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, dest)
+        except OSError:
+            shutil.copy2(path, dest)
 
 
 def current_build_or_none(persist_dir: Path) -> Path | None:

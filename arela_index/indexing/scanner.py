@@ -16,7 +16,8 @@ import pathspec
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
-from arela_index.indexing.languages import detect_language
+from arela_index.indexing.languages import detect_language, detect_script
+from arela_index.indexing.notebooks import notebook_text
 
 # Folders never worth reading: tooling, dependencies, build output, our own index.
 _SKIP_DIRS = {
@@ -127,7 +128,11 @@ class SourceFile:
     sha256: str
 
     def read_text(self) -> str:
-        return decode(self.abs_path.read_bytes()) or ""
+        """The text to index: the file's, or a notebook's cells without their outputs."""
+        text = decode(self.abs_path.read_bytes()) or ""
+        if self.language == "notebook":
+            return notebook_text(text) or ""
+        return text
 
 
 @dataclass(frozen=True)
@@ -291,7 +296,7 @@ class _Rules:
             return "generated"
         return None
 
-    def by_content(self, head: bytes, data: bytes) -> str | None:
+    def by_content(self, head: bytes, data: bytes, language: str = "") -> str | None:
         if b"\0" in head:
             return "binary"
         if self.config.exclude_secrets and _holds_secret(data):
@@ -299,7 +304,8 @@ class _Rules:
         if _GENERATED_MARK.search(head[:1024]):
             return "generated"
         lines = data.count(b"\n") + 1
-        if len(data) > 2000 and len(data) / lines > 400:
+        # A notebook's outputs (images as base64) are long lines; its indexed cells are not.
+        if language != "notebook" and len(data) > 2000 and len(data) / lines > 400:
             return "minified"
         return None
 
@@ -340,6 +346,41 @@ def scan_repository(
     return result
 
 
+def listed_paths(root: Path, config: ArelaConfig, persist_dir: Path | None = None) -> list[str]:
+    """The paths `scan_repository` would examine, less those its name rules leave out anyway."""
+    rules = _Rules(config, root, persist_dir)
+    git_paths = _git_paths(root)
+    out = []
+    for raw in git_paths if git_paths is not None else _walk_paths(root):
+        try:
+            rel = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if rules.by_name(rel) is None:
+            out.append(rel)
+    return out
+
+
+def examine_paths(
+    root: Path, config: ArelaConfig, persist_dir: Path | None, paths: list[str]
+) -> list[SourceFile]:
+    """Of these paths, the files a scan would index, judged as it judges them."""
+    rules = _Rules(config, root, persist_dir)
+    found = (_examine(root, rel, rules, config) for rel in paths)
+    return [f for f in found if isinstance(f, SourceFile)]
+
+
+def _script_language(full: Path, rel: str) -> str | None:
+    """An extensionless script's language from its `#!` line."""
+    if "." in rel.rsplit("/", 1)[-1]:
+        return None
+    try:
+        with open(full, "rb") as fh:
+            return detect_script(rel, fh.read(256))
+    except OSError:
+        return None
+
+
 def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> SourceFile | str:
     reason = rules.by_name(rel)
     if reason:
@@ -372,7 +413,9 @@ def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> Source
         return "special: not a regular file"
     language = detect_language(rel)
     if language is None:
-        return "unknown type"
+        language = _script_language(full, rel)
+        if language is None:
+            return "unknown type"
     if lst.st_size > config.max_file_bytes:
         return f"too large: {lst.st_size:,} bytes > {config.max_file_bytes:,}"
     try:
@@ -382,7 +425,7 @@ def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> Source
         return f"unreadable: {exc.strerror or exc}"
     if len(data) > config.max_file_bytes:
         return f"too large: more than {config.max_file_bytes:,} bytes"
-    reason = rules.by_content(data[:_SNIFF], data)
+    reason = rules.by_content(data[:_SNIFF], data, language)
     if reason:
         return reason
     if decode(data) is None:

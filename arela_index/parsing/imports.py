@@ -114,8 +114,9 @@ def read_import_path(language: str, node: Node, path: str) -> ImportFound | None
     return ImportFound(target, line, binding, exact) if target else None
 
 
-def read_import(language: str, node: Node, path: str) -> list[ImportFound]:
-    """Every target one import statement names, with the names it binds."""
+def read_import(language: str, node: Node, path: str, module: str = "") -> list[ImportFound]:
+    """Every target one import statement names, with the names it binds (a Rust `crate::`,
+    `self::` or `super::` path from `module`, the importing file's)."""
     line = node.start_point.row + 1
     if language in _JS:
         return _js_import(node, path, line)
@@ -130,7 +131,7 @@ def read_import(language: str, node: Node, path: str) -> list[ImportFound]:
     text = re.sub(r"\s+", " ", _text(node)).strip().rstrip(";").strip()
     if language == "rust":
         body = re.sub(r"^(pub(\([^)]*\))? )?use ", "", text).replace(" as ", "\0").replace(" ", "")
-        body = body.replace("\0", " as ")
+        body = _rust_anchor(body.replace("\0", " as "), module)
         return _from_paths(_expand(body, "::"), "::", line, "*")
     if language in {"java", "kotlin", "scala", "swift"}:
         body = re.sub(
@@ -148,7 +149,50 @@ def read_import(language: str, node: Node, path: str) -> list[ImportFound]:
     if language == "php":
         body = re.sub(r"^use (function |const )?", "", text)
         return _from_paths(_expand(body, "\\"), "\\", line, "*")
+    if language == "python":
+        return _python_import(text, path, line)
     return []
+
+
+def _python_import(text: str, path: str, line: int) -> list[ImportFound]:
+    """`import a.b as c, d` or `from ..a import (b as c, d)`; relative ones from `path`."""
+    text = text.replace("(", " ").replace(")", " ").replace("\\", " ")
+    found = re.match(r"from\s+(\.*)\s*([\w.]*)\s+import\s+(.+)", text)
+    if found is None:
+        names = re.sub(r"^import\s+", "", text)
+        return _from_paths([n.strip() for n in names.split(",")], ".", line, "*")
+    dots, base, names = found.groups()
+    exact = bool(dots)
+    if dots:
+        package = module_name(path, "python").split(".")
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - (len(dots) - 1)] if len(dots) > 1 else package
+        base = ".".join([*package, *([base] if base else [])])
+    out = []
+    for item in names.split(","):
+        name, _, alias = item.strip().partition(" as ")
+        name = name.strip()
+        if not name or name == "*":
+            continue
+        local = alias.strip() or name
+        out.append(ImportFound(f"{base}.{name}" if base else name, line, local, exact))
+    return out or ([ImportFound(base, line, None, exact)] if base else [])
+
+
+def _rust_anchor(body: str, module: str) -> str:
+    """`crate::a` as `<crate>::a`, `self::a` as `<module>::a`, `super::a` as its parent's."""
+    if not module:
+        return body
+    parts = module.split(".")
+    if body.startswith("crate::"):
+        return parts[0] + body[len("crate") :]
+    if body.startswith("self::"):
+        return "::".join(parts) + body[len("self") :]
+    ups = 0
+    while body.startswith("super::"):
+        body, ups = body[len("super::") :], ups + 1
+    return "::".join([*parts[: max(1, len(parts) - ups)], body]) if ups else body
 
 
 def _js_import(node: Node, path: str, line: int) -> list[ImportFound]:

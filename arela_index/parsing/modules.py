@@ -7,12 +7,18 @@ named by its path without the extension, folders joined by dots (`web/app/main.j
 does not collide with the `.c` file of the same name. A Go package is its folder, so every file
 of `web/app/` belongs to module `web.app` (a method and its type may live in different files).
 Definitions are named below their module (`click.core.Option.get_default`).
+
+`module_of` reads the file too and follows each language's own module system where it has one:
+a Go file is in the package its `package` clause names, in place of its folder (`gin.Context`);
+a Java or Kotlin file in the package it declares (`com.google.gson.Gson`); a Rust file in its
+crate, named as `use` paths name it (`grep_searcher::sink` -> `grep_searcher.sink`).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
 
 _NOT_IDENT = re.compile(r"\W")
 _SOURCE_ROOTS = ("src",)
@@ -44,3 +50,76 @@ def module_name(path: str, language: str) -> str:
         parts.append(stem)
     name = ".".join(_NOT_IDENT.sub("_", p) for p in parts if p)
     return name or _NOT_IDENT.sub("_", stem) or "_"
+
+
+_GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)
+_JVM_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;?\s*$", re.M)
+_RUST_ROOTS = frozenset({"lib", "main", "mod"})
+
+
+def module_of(path: str, language: str, text: str, root: Path | None = None) -> str:
+    r"""The module a file's symbols live under, as its language names it.
+
+    >>> module_of("context.go", "go", "// gin\npackage gin\n")
+    'gin'
+    >>> module_of("gson/src/main/java/com/google/gson/Gson.java", "java",
+    ...           "package com.google.gson;\n")
+    'com.google.gson'
+    """
+    if language == "go":
+        found = _GO_PACKAGE.search(text, 0, 20_000)
+        # Commands are all `package main`: their folders tell them apart.
+        if found and found.group(1) != "main":
+            parts = list(PurePosixPath(path).parent.parts)[:-1]
+            return ".".join([*(_NOT_IDENT.sub("_", p) for p in parts), found.group(1)])
+    elif language in {"java", "kotlin"}:
+        found = _JVM_PACKAGE.search(text, 0, 20_000)
+        if found:
+            return found.group(1)
+    elif language == "rust" and root is not None:
+        crate = _rust_module(root, path)
+        if crate:
+            return crate
+    return module_name(path, language)
+
+
+def _rust_module(root: Path, path: str) -> str | None:
+    """`grep_searcher.sink` for `crates/searcher/src/sink.rs` of crate `grep-searcher`."""
+    pure = PurePosixPath(path)
+    for depth in range(len(pure.parent.parts), -1, -1):
+        folder = PurePosixPath(*pure.parent.parts[:depth]) if depth else PurePosixPath()
+        crate = _crate_name(str(root / folder))
+        if crate is None:
+            continue
+        inner = pure.relative_to(folder).with_suffix("")
+        parts = list(inner.parts)
+        if parts and parts[0] == "src":
+            parts = parts[1:]
+            if parts and parts[-1] in _RUST_ROOTS:
+                parts = parts[:-1]
+        return ".".join([crate, *(_NOT_IDENT.sub("_", p) for p in parts)])
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _crate_name(folder: str) -> str | None:
+    """The library name of the crate whose Cargo.toml is in `folder`, or None (a workspace)."""
+    try:
+        lines = (Path(folder) / "Cargo.toml").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    names: dict[str, str] = {}
+    section = ""
+    for line in lines:
+        header = _SECTION.match(line)
+        if header:
+            section = header.group(1)
+        elif (found := _NAME.match(line)) and section in {"package", "lib"}:
+            names.setdefault(section, found.group(1))
+    name = names.get("lib") or names.get("package")
+    return _NOT_IDENT.sub("_", name) if name else None
+
+
+# Cargo.toml without a TOML library (Python 3.10 has none): section headers and `name = "x"`.
+_SECTION = re.compile(r"^\s*\[\s*([\w.-]+)\s*\]")
+_NAME = re.compile(r"""^\s*name\s*=\s*["']([^"']+)["']""")

@@ -87,13 +87,16 @@ class _Body:
     calls: list[ast.Call] = field(default_factory=list)
 
 
+SYNTAX_ERROR = "syntax error at line "
+
+
 def parse_python(path: str, module: str, text: str) -> FileSymbols:
     """Definitions and references of one Python file; a syntax error sets `error`, never raises."""
     result = FileSymbols(path=path, language="python", module=module)
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
-        result.error = f"syntax error at line {exc.lineno}: {exc.msg}"
+        result.error = f"{SYNTAX_ERROR}{exc.lineno}: {exc.msg}"
         return result
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error = f"cannot parse: {type(exc).__name__}: {exc}"

@@ -18,6 +18,8 @@ _JS_COMMON = """
 (method_definition name: (_) @name) @def.method
 (variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)])
   @def.function
+(assignment_expression left: (member_expression) @name right: [(arrow_function)
+  (function_expression)]) @def.function
 (call_expression function: (identifier) @call)
 (call_expression function: (member_expression property: (property_identifier) @call))
 (new_expression constructor: (identifier) @call)
@@ -251,7 +253,20 @@ _SHELL = """
   argument: (_) @import.path)
 """
 
+# Python through tree-sitter only for files the running interpreter cannot parse (syntax newer
+# than it: 3.12 f-strings under 3.11, 3.14 t-strings): `ast` reads everything else.
+_PYTHON = """
+(class_definition name: (identifier) @name) @def.class
+(function_definition name: (identifier) @name) @def.function
+(call function: (identifier) @call)
+(call function: (attribute attribute: (identifier) @call))
+(import_statement) @import
+(import_from_statement) @import
+(class_definition superclasses: (argument_list [(identifier) (attribute)] @base))
+"""
+
 QUERIES: dict[str, str] = {
+    "python": _PYTHON,
     "javascript": _JAVASCRIPT + _JSX,
     "typescript": _TYPESCRIPT,
     "tsx": _TYPESCRIPT + _JSX,

@@ -12,6 +12,8 @@ DEFINITION_KINDS = frozenset(
 # Kinds that may have bases, members and subclasses.
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 CALLABLE_KINDS = frozenset({"function", "method"})
+# How `FileSymbols.error` starts when the parser itself failed, not the file's syntax.
+CRASH_MARK = "parser failed: "
 
 
 @dataclass(frozen=True)

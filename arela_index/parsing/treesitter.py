@@ -48,6 +48,7 @@ _MEMBER = frozenset(
         "scoped_call_expression",
         "navigation_expression",
         "navigation_suffix",
+        "attribute",  # Python's `obj.name`, read by tree-sitter for syntax newer than `ast`
     }
 )
 # Calls on these name a module or type path, never an instance.
@@ -169,6 +170,7 @@ class _Def:
     receiver: str | None = None
     self_name: str | None = None  # a Go method's receiver variable
     typelike: bool = False
+    assigned: bool = False  # a JavaScript `obj.name = function`: `this` in it is `obj`
     qualname: str = ""
     parent: _Def | None = None
 
@@ -188,14 +190,21 @@ def supports(language: str) -> bool:
     return language in QUERIES
 
 
-def parse_treesitter(path: str, language: str, module: str, text: str) -> FileSymbols:
-    """Definitions and references of one file; unreadable syntax sets `error`, never raises."""
+def parse_treesitter(
+    path: str, language: str, module: str, text: str, strict: bool = False
+) -> FileSymbols:
+    """Definitions and references of one file; unreadable syntax sets `error`, never raises.
+    `strict` reads only a file without any syntax error (tree-sitter standing in for a parser
+    that is too old for the file, not reading past mistakes)."""
     result = FileSymbols(path=path, language=language, module=module)
     source = text.encode("utf-8", "surrogatepass")
     try:
         root = get_parser(language).parse(source).root_node
     except (ValueError, RuntimeError) as exc:
         result.error = f"cannot parse: {exc}"
+        return result
+    if strict and root.has_error:
+        result.error = "syntax errors"
         return result
     _Extractor(result, language, source, root).run()
     # Tree-sitter recovers from errors, so a partial reading is kept unless it found nothing.
@@ -222,6 +231,21 @@ def _error_share(language: str, root: Node, size: int) -> float:
             covered += end - start
             reach = end
     return covered / max(1, size)
+
+
+def _assigned_name(target: str, value: Node | None) -> str:
+    """The name a JavaScript assignment defines: `res.send = function` names `res.send`,
+    `View.prototype.render` names `View.render`, `exports.x` and `module.exports.x` name `x`,
+    and `module.exports = function make()` names `make`."""
+    parts = [p for p in target.split(".") if p != "prototype"]
+    if parts[:2] == ["module", "exports"]:
+        parts = parts[2:]
+    elif parts[:1] == ["exports"]:
+        parts = parts[1:]
+    if parts:
+        return ".".join(parts)
+    own = value.child_by_field_name("name") if value is not None else None
+    return (own.text or b"").decode("utf-8", "replace") if own is not None else ""
 
 
 def _lines(node: Node) -> tuple[int, int]:
@@ -296,7 +320,9 @@ class _Extractor:
                 node = caps["call"][0]
                 calls.setdefault(node.start_byte, node)
             elif "import" in caps:
-                imports.extend(read_import(self.language, caps["import"][0], self.result.path))
+                imports.extend(
+                    read_import(self.language, caps["import"][0], self.result.path, self.module)
+                )
             elif "import.path" in caps:
                 found = read_import_path(self.language, caps["import.path"][0], self.result.path)
                 if found:
@@ -335,10 +361,13 @@ class _Extractor:
         kind = self._kind(node, key[4:])
         name_node = caps.get("name", [None])[0]
         name = _clean_name(self.text(name_node)) if name_node is not None else "init"
+        if node.type == "assignment_expression":
+            name = _assigned_name(name, node.child_by_field_name("right"))
         if not name:
             return None
         receiver = caps.get("receiver", [None])[0]
         found = _Def(node, kind, name, node.start_byte, node.end_byte)
+        found.assigned = node.type == "assignment_expression"
         if receiver is not None:
             found.receiver = self.text(receiver)
             declared = receiver.parent
@@ -494,6 +523,8 @@ class _Extractor:
             self_name = None
             if owner is not None and owner.receiver:
                 cls_name, self_name = owner.qualname.rpartition(".")[0], owner.self_name
+            elif cls is None and owner is not None and owner.assigned and "." in owner.name:
+                cls_name = owner.qualname.rpartition(".")[0]
             callee = self._callee(name_node, name, cls_name, self_name)
             self.result.refer(
                 source,

@@ -1,10 +1,9 @@
-"""What LlamaIndex users drop in: one retriever (route + fuse + grade), a query engine with
-citations, a chat engine and an agent tool. Offline, the answer is the ranked, cited context."""
+"""What LlamaIndex users drop in: one retriever (the query loop), a query engine with citations
+and a chat engine over it. Offline, the answer is the ranked, cited context."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ from llama_index.core.chat_engine.types import (
     StreamingAgentChatResponse,
 )
 from llama_index.core.llms import LLM
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.retrievers import BaseRetriever
@@ -27,9 +26,11 @@ from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.llm.ollama import Rest
 from arela_index.query.answers import abstention, citation, offline_answer
 from arela_index.query.grading import RelevanceGrader
+from arela_index.query.loop import QueryLoop
+from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
-from arela_index.text.entities import extract_mentions
+from arela_index.text.question import Question
 
 ANSWER_PROMPT = (
     "You answer a developer's question about a code repository, using only the quoted context.\n"
@@ -38,62 +39,43 @@ ANSWER_PROMPT = (
     "shown on the block in square brackets, e.g. [src/app/config.py:10-24] or [commit 1a2b3c4]. "
     "If the context does not answer the question, say so plainly instead of guessing."
 )
-MAX_QUESTION_CHARS = 4000
-
-
-def checked_question(query: QueryType) -> QueryBundle:
-    """A question we can route, or one clear error; huge input is cut, not refused."""
-    bundle = query if isinstance(query, QueryBundle) else QueryBundle(str(query))
-    text = "".join(ch for ch in bundle.query_str if ch.isprintable() or ch in "\n\t").strip()
-    if not text:
-        raise ArelaError(
-            "the question is empty: ask something about the repository, e.g. `who calls main?`"
-        )
-    if text != bundle.query_str or len(text) > MAX_QUESTION_CHARS:
-        bundle = QueryBundle(
-            text[:MAX_QUESTION_CHARS], custom_embedding_strs=bundle.custom_embedding_strs
-        )
-    return bundle
 
 
 class ArelaRetriever(BaseRetriever):
-    """Route, retrieve, fuse and grade as one retriever; every node carries the query's trace.
+    """The query loop as one retriever: route, retrieve, fuse, grade and retry.
+
+    The nodes `retrieve` returns carry the query's trace (hidden metadata `trace`) for the
+    engine that receives them; `retrieve_with_trace` returns it beside them.
 
     >>> retriever = index.as_retriever()                                   # doctest: +SKIP
     >>> RetrieverQueryEngine.from_args(retriever, llm=my_llm).query("who calls main?")  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        router: ArelaRouterRetriever,
-        grader: RelevanceGrader,
-        callback_manager: CallbackManager | None = None,
-    ) -> None:
+    def __init__(self, loop: QueryLoop, callback_manager: CallbackManager | None = None) -> None:
         super().__init__(callback_manager=callback_manager)
-        self.router = router
-        self.grader = grader
+        self.loop = loop
+
+    @property
+    def router(self) -> ArelaRouterRetriever:
+        return self.loop.router
+
+    @property
+    def grader(self) -> RelevanceGrader:
+        return self.loop.grader
 
     def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        bundle = checked_question(query)
-        started = time.perf_counter()
-        nodes, trace = self.router.retrieve_with_trace(bundle)
-        kept = self.grader.grade(nodes, bundle.query_str, trace)
-        _total(trace, started)
-        return kept, trace
+        return run(self.loop.steps(Question.read(query)))
 
     async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        bundle = checked_question(query)
-        started = time.perf_counter()
-        nodes, trace = await self.router.aretrieve_with_trace(bundle)
-        kept = await asyncio.to_thread(self.grader.grade, nodes, bundle.query_str, trace)
-        _total(trace, started)
-        return kept, trace
+        return await arun(self.loop.steps(Question.read(query)))
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.retrieve_with_trace(query_bundle)[0]
+        nodes, trace = self.retrieve_with_trace(query_bundle)
+        return trace.attach(nodes)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return (await self.aretrieve_with_trace(query_bundle))[0]
+        nodes, trace = await self.aretrieve_with_trace(query_bundle)
+        return trace.attach(nodes)
 
 
 class CitedSynthesizer(BaseSynthesizer):
@@ -125,29 +107,37 @@ class CitedSynthesizer(BaseSynthesizer):
     def synthesize(
         self, query: QueryType, nodes: list[NodeWithScore], *args: Any, **kwargs: Any
     ) -> Response:
-        question = query.query_str if isinstance(query, QueryBundle) else str(query)
-        trace = Trace.of(nodes) or Trace(question=question)
-        return self.respond(question, nodes, trace)
+        return run(self._synthesis(query, nodes))
 
     async def asynthesize(
         self, query: QueryType, nodes: list[NodeWithScore], *args: Any, **kwargs: Any
     ) -> Response:
-        return await asyncio.to_thread(self.synthesize, query, nodes)
+        return await arun(self._synthesis(query, nodes))
 
-    def respond(self, question: str, nodes: list[NodeWithScore], trace: Trace) -> Response:
+    def _synthesis(self, query: QueryType, nodes: list[NodeWithScore]) -> Steps[Response]:
+        # In a stock engine the trace comes with the nodes `ArelaRetriever.retrieve` returned.
+        question = query.query_str if isinstance(query, QueryBundle) else str(query)
+        trace = Trace.of(nodes) or Trace(question=question)
+        return (yield from self.respond_steps(question, nodes, trace))
+
+    def respond_steps(
+        self, question: str, nodes: list[NodeWithScore], trace: Trace
+    ) -> Steps[Response]:
+        """The answer, cited: written by the LLM, else the ranked context; or an abstention."""
         with trace.time("answer"):
             if not nodes:
                 text = abstention(question, searched(trace), _why_empty(trace))
             elif self.answer_llm is None:
                 text = offline_answer(question, nodes, _route_line(trace))
             else:
-                text = self._written(question, nodes, trace)
+                text = yield from self._written(question, nodes, trace)
         return Response(text, source_nodes=nodes, metadata={"arela": trace, "abstained": not nodes})
 
-    def _written(self, question: str, nodes: list[NodeWithScore], trace: Trace) -> str:
+    def _written(self, question: str, nodes: list[NodeWithScore], trace: Trace) -> Steps[str]:
         from arela_index.llm.ollama import ollama_errors, quote_data
 
-        assert self.answer_llm is not None
+        llm = self.answer_llm
+        assert llm is not None
         if resting := self._rest.why():
             trace.add_step("fallback", stage="answer", why=resting)
             return offline_answer(question, nodes, _route_line(trace))
@@ -156,11 +146,12 @@ class CitedSynthesizer(BaseSynthesizer):
         prompt = ANSWER_PROMPT.format(passages=passages, question=question)
         try:
             with ollama_errors(
-                model=getattr(self.answer_llm, "model", None),
-                host=getattr(self.answer_llm, "base_url", None),
-                timeout=getattr(self.answer_llm, "request_timeout", None),
+                model=getattr(llm, "model", None),
+                host=getattr(llm, "base_url", None),
+                timeout=getattr(llm, "request_timeout", None),
             ):
-                text = self.answer_llm.complete(prompt).text.strip()
+                completion = yield Call(lambda: llm.complete(prompt), lambda: llm.acomplete(prompt))
+            text = completion.text.strip()
         except OllamaUnavailable as exc:
             self._rest.failed(str(exc))
             trace.add_step("fallback", stage="answer", why=str(exc))
@@ -188,40 +179,46 @@ class ArelaQueryEngine(RetrieverQueryEngine):
         self.synthesizer = synthesizer
 
     def _query(self, query_bundle: QueryBundle) -> Response:
-        started = time.perf_counter()
-        nodes, trace = self.arela_retriever.retrieve_with_trace(query_bundle)
-        response = self.synthesizer.respond(trace.question, nodes, trace)
-        _total(trace, started)
-        return response
+        loop = self.arela_retriever.loop
+        return run(loop.answer_steps(Question.read(query_bundle), self.synthesizer))
 
     async def _aquery(self, query_bundle: QueryBundle) -> Response:
-        started = time.perf_counter()
-        nodes, trace = await self.arela_retriever.aretrieve_with_trace(query_bundle)
-        response = await asyncio.to_thread(self.synthesizer.respond, trace.question, nodes, trace)
-        _total(trace, started)
-        return response
+        loop = self.arela_retriever.loop
+        return await arun(loop.answer_steps(Question.read(query_bundle), self.synthesizer))
 
 
 class OfflineChatEngine(BaseChatEngine):
     """Chat without an LLM: a follow-up that names nothing inherits the names of the last
-    question ("and who calls it?"), and each answer is the ranked, cited context.
+    question in the chat history that named something ("and who calls it?"), and each answer is
+    the ranked, cited context. A `chat_history` given to the engine or to `chat` is that history.
 
     >>> chat = index.as_chat_engine()           # offline  # doctest: +SKIP
     >>> chat.chat("what does load_config do?"); chat.chat("who calls it?")  # doctest: +SKIP
     """
 
-    def __init__(self, query_engine: ArelaQueryEngine) -> None:
+    def __init__(
+        self,
+        query_engine: ArelaQueryEngine,
+        chat_history: list[ChatMessage] | None = None,
+        memory: BaseMemory | None = None,
+    ) -> None:
         self._engine = query_engine
-        self._memory = ChatMemoryBuffer.from_defaults(token_limit=8000)
-        self._names: list[str] = []
+        self._memory = memory or ChatMemoryBuffer.from_defaults(token_limit=8000)
+        if chat_history is not None:
+            self._memory.set(chat_history)
 
     def _condense(self, message: str) -> str:
-        mentions = extract_mentions(message)
-        named = [*mentions.names, *mentions.paths]
-        if named:
-            self._names = named
+        if Question.of(message).named:
             return message
-        return f"{message} ({' '.join(self._names)})" if self._names else message
+        names = self._last_names()
+        return f"{message} ({' '.join(names)})" if names else message
+
+    def _last_names(self) -> list[str]:
+        """What the latest question of the history that named something named."""
+        for said in reversed(self._memory.get_all()):
+            if said.role == MessageRole.USER and (named := Question.of(said.content or "").named):
+                return named
+        return []
 
     def chat(
         self, message: str, chat_history: list[ChatMessage] | None = None
@@ -260,16 +257,10 @@ class OfflineChatEngine(BaseChatEngine):
 
     def reset(self) -> None:
         self._memory.reset()
-        self._names = []
 
     @property
     def chat_history(self) -> list[ChatMessage]:
         return self._memory.get_all()
-
-
-def _total(trace: Trace, started: float) -> None:
-    trace.timings_ms.pop("total", None)  # last, after every stage it sums
-    trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
 
 
 def searched(trace: Trace) -> list[str]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-from arela_index.query.term_weights import TermWeights
+from arela_index.text.stem import stem
 from arela_index.text.tokens import tokenize
 
 # The runs `text.words` splits into words: a word never spans two runs, so a run's tokens are
@@ -68,4 +68,4 @@ class NodeText:
 def _run(run: str) -> tuple[frozenset[str], frozenset[str]]:
     """A run's tokens and their stems: a repository repeats its names, so each is read once."""
     tokens = tokenize(run)
-    return frozenset(tokens), frozenset(TermWeights.stems(tokens))
+    return frozenset(tokens), frozenset(stem(tokens))

@@ -5,145 +5,17 @@ from __future__ import annotations
 import difflib
 import re
 
-from arela_index.text.entities import Vocabulary, extract_mentions
-from arela_index.text.tokens import STOPWORDS, words
+from llama_index.core.llms import LLM
+from pydantic import BaseModel
 
-# Words that steer routing but match no code: they only dilute a sparse query.
-ROUTING_WORDS = frozenset(
-    [
-        "who",
-        "whom",
-        "whose",
-        "what",
-        "which",
-        "when",
-        "where",
-        "why",
-        "how",
-        "does",
-        "do",
-        "did",
-        "is",
-        "are",
-        "was",
-        "were",
-        "calls",
-        "call",
-        "called",
-        "calling",
-        "caller",
-        "callers",
-        "callee",
-        "callees",
-        "invoke",
-        "invokes",
-        "invoked",
-        "uses",
-        "use",
-        "used",
-        "using",
-        "import",
-        "imports",
-        "imported",
-        "importing",
-        "inherit",
-        "inherits",
-        "inherited",
-        "inheriting",
-        "subclass",
-        "subclasses",
-        "base",
-        "bases",
-        "extends",
-        "defined",
-        "define",
-        "definition",
-        "declared",
-        "implement",
-        "implements",
-        "implemented",
-        "change",
-        "changed",
-        "changes",
-        "changing",
-        "modify",
-        "modified",
-        "last",
-        "latest",
-        "recent",
-        "recently",
-        "week",
-        "month",
-        "year",
-        "yesterday",
-        "today",
-        "ago",
-        "commit",
-        "commits",
-        "history",
-        "author",
-        "authored",
-        "wrote",
-        "written",
-        "explain",
-        "describe",
-        "difference",
-        "differences",
-        "between",
-        "versus",
-        "compare",
-        "compared",
-        "comparison",
-        "work",
-        "works",
-        "working",
-        "happen",
-        "happens",
-        "mean",
-        "means",
-        "meaning",
-        "purpose",
-    ]
-)
-FILLER = frozenset(
-    [
-        "hey",
-        "hi",
-        "hello",
-        "thanks",
-        "ok",
-        "okay",
-        "like",
-        "kind",
-        "sort",
-        "actually",
-        "really",
-        "basically",
-        "just",
-        "stuff",
-        "bit",
-    ]
-)
-
+from arela_index.errors import OllamaUnavailable
+from arela_index.query.steps import Steps, structured_call
+from arela_index.query.trace import Trace
+from arela_index.text.entities import Vocabulary
+from arela_index.text.question import FILLER, ROUTING_WORDS, Question
+from arela_index.text.tokens import STOPWORDS
 
 _EXPANDED = 2  # a name defined in more places than this is too common to expand
-
-
-def content_terms(question: str) -> list[str]:
-    """The words of a question that could appear in the code or docs that answer it."""
-    seen: list[str] = []
-    for word in words(question):
-        lower = word.lower()
-        if (
-            lower in STOPWORDS
-            or lower in ROUTING_WORDS
-            or lower in FILLER
-            or len(lower) < 2
-            or lower in seen
-        ):
-            continue
-        seen.append(lower)
-    return seen
 
 
 def closest_names(name: str, vocabulary: Vocabulary, limit: int = 3) -> list[str]:
@@ -165,17 +37,17 @@ def closest_names(name: str, vocabulary: Vocabulary, limit: int = 3) -> list[str
     return [spellings[h] for h in hits]
 
 
-def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
+def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
     """A sparse-friendly query: named things first (unknown names swapped for close known ones,
     expanded to their qualified names in the graph), then the remaining content words.
 
-    >>> offline_rewrite("hey, could you explain how the parse_confg thing works?",
+    >>> offline_rewrite(Question.read("hey, could you explain how the parse_confg thing works?"),
     ...                 Vocabulary(symbols=["app.config.parse_config"]))
     'parse_config parse config app.config.parse_config'
-    >>> offline_rewrite("who calls send_email?", Vocabulary(symbols=["app.hooks.getcalls"]))
+    >>> offline_rewrite(Question.read("who calls send_email?"), Vocabulary(symbols=["app.hooks.getcalls"]))
     'send_email send email'
     """
-    mentions = extract_mentions(question)
+    mentions = question.mentions
     named: list[str] = []
     replaced: set[str] = set()
     for name in (*mentions.names, *mentions.paths, *mentions.words):
@@ -213,5 +85,45 @@ def offline_rewrite(question: str, vocabulary: Vocabulary | None) -> str:
         | {n.lower() for n in named}
         | replaced
     )
-    rest = [t for t in content_terms(question) if t not in taken]
+    rest = [t for t in question.terms if t not in taken]
     return " ".join([*parts, *rest]).strip()
+
+
+class _Rewrite(BaseModel):
+    query: str
+
+
+_REWRITE_PROMPT = (
+    "A search of a code repository for this question found little. Write one short search query "
+    "(identifiers and key terms only) that would find the answer.\nQuestion: {question}"
+)
+
+
+class Rewriter:
+    """The question rewritten for another search: by a model when there is one (the offline
+    rewrite when it fails or rests), else `offline_rewrite`.
+
+    >>> run(Rewriter(vocabulary=index.vocabulary).rewrite_steps(question, trace))  # doctest: +SKIP
+    'parse_config parse config app.config.parse_config'
+    """
+
+    def __init__(self, llm: LLM | None = None, vocabulary: Vocabulary | None = None) -> None:
+        from arela_index.llm.ollama import Rest
+
+        self.llm, self.vocabulary = llm, vocabulary
+        self._rest = Rest()
+
+    def rewrite_steps(self, question: Question, trace: Trace) -> Steps[str]:
+        if self.llm is not None and (resting := self._rest.why()):
+            trace.add_step("fallback", stage="rewrite", why=resting)
+        elif self.llm is not None:
+            try:
+                rewritten = yield structured_call(
+                    self.llm, _Rewrite, _REWRITE_PROMPT, question=question.text
+                )
+                if rewritten.query.strip():
+                    return str(rewritten.query.strip())
+            except OllamaUnavailable as exc:
+                self._rest.failed(str(exc))
+                trace.add_step("fallback", stage="rewrite", why=str(exc))
+        return offline_rewrite(question, self.vocabulary)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
 
-from arela_index.stores.code import stem
+from arela_index.stores.code_search import SparseIndex
+from arela_index.text.stem import stem
 
 
 class TermWeights:
@@ -31,28 +31,14 @@ class TermWeights:
         return cls(lambda _: None, 0)
 
     @classmethod
-    def from_bm25(cls, retriever: Any) -> TermWeights:
-        """Document frequencies read from a llama_index `BM25Retriever`'s bm25s index (its
-        column pointers count the chunks each stem occurs in); uniform if it has none."""
-        index = getattr(retriever, "bm25", None)
-        scores = getattr(index, "scores", None) or {}
-        vocab = getattr(index, "vocab_dict", None)
-        pointers = scores.get("indptr")
-        if not vocab or pointers is None:
-            return cls.uniform()
-
-        def frequency(term: str) -> int | None:
-            column = vocab.get(term)
-            if column is None or column + 1 >= len(pointers):
-                return None
-            return int(pointers[column + 1] - pointers[column])
-
-        return cls(frequency, int(scores.get("num_docs", 0)))
+    def from_index(cls, sparse: SparseIndex) -> TermWeights:
+        """Document frequencies as the code memory's BM25 index counts them (chunks per stem)."""
+        return cls(sparse.document_frequency, sparse.documents)
 
     @staticmethod
     def stems(words: Iterable[str]) -> list[str]:
         """The words' stems as the code memory's BM25 index has them."""
-        return stem([w.lower() for w in words])
+        return stem(w.lower() for w in words)
 
     def weight(self, word: str) -> float:
         """BM25's idf of the word's stem; unknown words weigh as if in no chunk at all."""

@@ -1,8 +1,9 @@
 """The trace of one question: how it was routed, what each stage cost, and every later step.
 
-One `Trace` per query travels with the nodes under the hidden metadata key `trace` (never in an
-LLM's or embedder's view). Copies of a node share their query's trace, so the grader can append
-verdicts and retries that every holder of the answer sees.
+The selector starts it (its routing decision), the query loop adds each grade and retry and
+returns it with the nodes. Only the nodes `ArelaRetriever.retrieve` hands to another engine carry
+it, under the hidden metadata key `trace` (never in an LLM's or embedder's view): a stock engine
+has no other way to receive it. Copies of a node share their query's trace.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ OUT_OF_SCOPE = "out_of_scope"
 class Trace(BaseModel):
     """Why these nodes: intents, the stage that decided, memories and reasons, timings, steps.
 
+    `picks` are (tool index, reason) pairs of the router's tools; `needs_llm` says stages 1 and 2
+    of routing were unsure (the question went, or with no LLM would go, to the model).
+
     >>> trace = Trace(question="who calls f?", intents=[("structural", 0.92)], stage="rules",
     ...               memories=[("graph", "asks who calls f")])
     >>> with trace.time("retrieve"):
@@ -43,10 +47,21 @@ class Trace(BaseModel):
     notes: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     steps: list[dict[str, Any]] = Field(default_factory=list)
+    picks: list[tuple[int, str]] = Field(default_factory=list, exclude=True)
+    needs_llm: bool = False
 
     @property
     def out_of_scope(self) -> bool:
-        return [name for name, _ in self.intents] == [OUT_OF_SCOPE]
+        return self.intent_names == [OUT_OF_SCOPE]
+
+    @property
+    def intent_names(self) -> list[str]:
+        return [name for name, _ in self.intents]
+
+    @property
+    def confidence(self) -> float:
+        """The weakest intent's confidence."""
+        return min((c for _, c in self.intents), default=0.0)
 
     @property
     def memory_names(self) -> list[str]:
@@ -67,7 +82,8 @@ class Trace(BaseModel):
             self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + spent, 3)
 
     def attach(self, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-        """`nodes`, this query's own (fresh) ones, now carrying this trace in hidden metadata."""
+        """`nodes`, this query's own (fresh) ones, now carrying this trace in hidden metadata
+        (for engines that receive only nodes)."""
         for n in nodes:
             hide(n.node, **{TRACE_KEY: self})
         return list(nodes)

@@ -2,7 +2,8 @@
 
 One SQLite file with two FTS5 tables (commits; decision records). Commit ids grow with newness:
 a refresh appends the commits git shows after the last indexed HEAD, so "the last N commits" is
-an id range. Nothing a user types ever reaches FTS5's query syntax: `fts_query` quotes words.
+an id range. Nothing a user types ever reaches FTS5's query syntax: `fts_query` quotes words
+(the question's words come from the one text analysis, `text.tokens.search_terms`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from arela_index.stores.history import (
     repo_facts,
 )
 from arela_index.text.entities import Vocabulary
-from arela_index.text.tokens import STOPWORDS, expand_identifiers, split_identifier
+from arela_index.text.tokens import expand_identifiers
 
 DB_FILE = "audit.sqlite"
 FORMAT_VERSION = 1
@@ -42,7 +43,6 @@ _BATCH = 2000
 # Column weights for bm25(): a word in the subject says more than one in the body or the paths.
 _COMMIT_WEIGHTS = (8.0, 2.0, 3.0, 5.0, 1.0)  # subject, body, files, symbols, author
 _DECISION_WEIGHTS = (6.0, 1.0)  # title, text
-_FTS_WORD = re.compile(r"\w+")
 # unicode61 already splits snake_case and paths; only camelCase needs its parts spelled out: a
 # capital after a lower-case letter or digit ("parseConfig"), or one that starts a word after an
 # acronym ("HTTPServer"). Led by the capital, the search skips everything else six times faster.
@@ -109,24 +109,6 @@ CREATE TABLE decisions(
 CREATE INDEX decisions_version ON decisions(version);
 CREATE VIRTUAL TABLE decision_fts USING fts5(title, text, content='', tokenize='porter unicode61');
 """
-
-
-def search_terms(text: str, drop: Iterable[str] = ()) -> list[str]:
-    """The words of a text worth searching for: lower-cased, identifiers also split, no stopwords.
-
-    >>> search_terms('who changed parseConfig NEAR("x" OR -y*)?', drop={"changed"})
-    ['parseconfig', 'parse', 'config', 'near']
-    """
-    skip = STOPWORDS | {d.lower() for d in drop}
-    terms: dict[str, None] = {}
-    for token in _FTS_WORD.findall(text):
-        lower = token.lower()
-        if lower in skip:
-            continue
-        for part in (lower, *split_identifier(token)):
-            if part not in skip and len(part) > 1:
-                terms[part] = None
-    return list(terms)
 
 
 def fts_query(terms: Iterable[str]) -> str | None:
@@ -637,7 +619,8 @@ def _ingest(
     base = int(conn.execute("SELECT coalesce(max(id), 0) FROM commits").fetchone()[0])
     done = 0
     unreadable: list[int] = []
-    log = read_log(root, facts=facts, commits=commits, unreadable=unreadable)
+    failure: list[str] = []  # git could not diff some commits: they come without their changes
+    log = read_log(root, facts=facts, commits=commits, unreadable=unreadable, failure=failure)
     try:
         for batch in _batches(log):
             # Parts of the history arrive interleaved: a commit's id follows from its position.
@@ -646,6 +629,9 @@ def _ingest(
     except GitLogFailed as exc:
         stats["partial"] = True
         stats["note"] = f"git log failed after {done} commits ({exc}); history is incomplete"
+    if failure:
+        stats["partial"] = True
+        stats["note"] = failure[0]
     if unreadable:
         stats["skipped_records"] = len(unreadable)
     if max_commits and total >= max_commits and not since:

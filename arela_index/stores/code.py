@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -19,15 +17,11 @@ from llama_index.core.schema import TextNode
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import METADATA_KEYS, make_node
-from arela_index.text.tokens import compound_parts, expand_identifiers
-
-if TYPE_CHECKING:
-    from arela_index.stores.code_search import CodeSearch
+from arela_index.stores.code_search import CodeSearch, SparseIndex
 
 _CHUNKS = "chunks.jsonl"
 _VECTORS = "vectors.npy"
 _EMBEDDING = "embedding.json"
-_BM25 = "bm25"
 _EMBED_BATCH = 64
 
 
@@ -42,110 +36,6 @@ class EmbeddingInfo:
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.name}"
-
-
-def sparse_text(node: TextNode) -> str:
-    """What BM25 sees: the chunk with its path and symbol, identifiers also split into words."""
-    meta = node.metadata
-    head = " ".join(str(meta[k]) for k in ("file_path", "symbol") if meta.get(k))
-    return expand_identifiers(f"{head}\n{node.text}".replace("/", " ").replace(".", " . "))
-
-
-# The `BM25Retriever`'s own analysis, as its defaults set up bm25s: its token pattern, lower case,
-# bm25s's English stopwords, PyStemmer's English stemmer.
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
-_STOPWORDS: frozenset[str] | None = None
-
-
-class _Stems(threading.local):
-    """Per thread (PyStemmer objects must not be shared): a stemmer and the stems it gave."""
-
-    def __init__(self) -> None:
-        import Stemmer
-
-        self.stemmer = Stemmer.Stemmer("english")
-        self.known: dict[str, str] = {}
-
-
-_STEMS = _Stems()
-_KNOWN_MOST = 500_000  # stems remembered per thread, so a long-lived process stays small
-
-
-def sparse_tokens(node: TextNode) -> list[str]:
-    """The BM25 terms of a chunk, exactly as the `BM25Retriever` would tokenise `sparse_text`.
-
-    Chunks are tokenised where they are made (in the parse workers), so the retriever's index
-    is built from these ids rather than by tokenising the whole corpus again in one process.
-    """
-    global _STOPWORDS
-    if _STOPWORDS is None:
-        from bm25s.stopwords import STOPWORDS_EN
-
-        _STOPWORDS = frozenset(STOPWORDS_EN)
-    meta = node.metadata
-    head = " ".join(str(meta[k]) for k in ("file_path", "symbol") if meta.get(k))
-    # What `sparse_text` holds, without writing it out: its "/" and " . " separate words as the
-    # "/" and "." they replace do, and each line it adds is one identifier's parts.
-    text = f"{head}\n{node.text}"
-    stop = _STOPWORDS
-    tokens = [t for t in _TOKEN.findall(text.lower()) if t not in stop]
-    for parts in compound_parts(text):
-        tokens.extend(p for p in parts if len(p) > 1 and p not in stop)
-    return stem(tokens)
-
-
-def stem(tokens: list[str]) -> list[str]:
-    """`tokens` through the `BM25Retriever`'s default stemmer (PyStemmer's English), as a loaded
-    retriever stems too (its stemmer is not persisted); each thread remembers the stems it gave."""
-    known = _STEMS.known
-    if len(known) > _KNOWN_MOST:
-        known.clear()
-    new = [t for t in set(tokens) if t not in known]
-    if new:
-        known.update(zip(new, _STEMS.stemmer.stemWords(new), strict=True))
-    return [known[t] for t in tokens]
-
-
-def bm25_retriever(chunks: Sequence[TextNode], tokens: Sequence[list[str] | None]) -> Any:
-    """A `BM25Retriever` over `chunks` from their terms (`sparse_tokens`; None: tokenised here).
-
-    Its vocabulary is numbered in sorted order, so a build is reproducible. Its corpus
-    names each chunk by id without its text (`node_to_metadata_dict(..., remove_text=True)`):
-    the text is in the store's chunks already, and the store ranks by position.
-    """
-    import bm25s
-    from llama_index.retrievers.bm25 import BM25Retriever
-
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-    terms = [
-        sparse_tokens(chunk) if known is None else known
-        for chunk, known in zip(chunks, tokens, strict=True)
-    ]
-    vocab = {term: i for i, term in enumerate(sorted(set().union(*terms)))}
-    ids = [list(map(vocab.__getitem__, doc)) for doc in terms]
-    index = bm25s.BM25()
-    index.index((ids, vocab), show_progress=False)
-    index.corpus = _id_corpus(chunks)
-    return BM25Retriever(existing_bm25=index, similarity_top_k=min(50, len(chunks)))
-
-
-def _id_corpus(chunks: Sequence[TextNode]) -> list[dict[str, str]]:
-    from llama_index.core.vector_stores.utils import node_to_metadata_dict
-
-    marker = "code:\x00id"  # never a real id; filled in per chunk without serialising a node
-    row = node_to_metadata_dict(TextNode(id_=marker, text=""), remove_text=True)
-    content = row.pop("_node_content")
-    quoted = json.dumps(marker)[1:-1]
-    assert content.count(quoted) == 1
-    before, after = content.split(quoted)
-    return [
-        {
-            "_node_content": before + json.dumps(c.node_id)[1:-1] + after,
-            **row,
-            "node_id": c.node_id,
-        }
-        for c in chunks
-    ]
 
 
 def _text_key(node: TextNode) -> str:
@@ -165,14 +55,14 @@ class CodeStore:
         chunks: list[TextNode],
         vectors: np.ndarray | None = None,
         embedding: EmbeddingInfo | None = None,
-        bm25: Any = None,
+        sparse: SparseIndex | None = None,
     ) -> None:
         self.chunks = chunks
         self.vectors = vectors
         self.embedding = embedding
         self.by_id = {c.node_id: c for c in chunks}
         self.position = {c.node_id: i for i, c in enumerate(chunks)}
-        self.bm25 = bm25  # the `BM25Retriever` over `sparse_text`; None without chunks
+        self.sparse = sparse  # None without chunks
         self._search: CodeSearch | None = None
         self._faiss: Any = None
         self._lock = threading.Lock()
@@ -190,7 +80,7 @@ class CodeStore:
     ) -> CodeStore:
         """Index `chunks` into `directory`; vectors of chunks whose text is unchanged are reused.
 
-        `tokens` are the chunks' `sparse_tokens` where already known (None where not).
+        `tokens` are the chunks' `chunk_terms` where already known (None where not).
 
         An embedder that fails (Ollama down, hanging, model not pulled) raises an `ArelaError`
         (`OllamaUnavailable` for Ollama) whose one line says what to do.
@@ -210,8 +100,8 @@ class CodeStore:
             embedding = EmbeddingInfo(embedding.provider, embedding.name, int(vectors.shape[1]))
         else:
             embedding = None
-        bm25 = bm25_retriever(chunks, tokens or [None] * len(chunks)) if chunks else None
-        store = cls(chunks, vectors, embedding, bm25)
+        sparse = SparseIndex.build(chunks, tokens or [None] * len(chunks)) if chunks else None
+        store = cls(chunks, vectors, embedding, sparse)
         store._save(directory)
         return store
 
@@ -228,27 +118,24 @@ class CodeStore:
             (directory / _EMBEDDING).write_text(
                 json.dumps(asdict(self.embedding)), encoding="utf-8"
             )
-        if self.chunks:
-            self.bm25.persist(
-                str(directory / _BM25), show_progress=False, raise_on_serialization_error=True
-            )
+        if self.sparse is not None:
+            self.sparse.save(directory, self.chunks)
 
     @classmethod
     def load(cls, directory: Path) -> CodeStore:
         """Read a store back; a missing, damaged or mismatched file is an `IndexProblem`."""
         chunks = _load_chunks(directory / _CHUNKS)
         embedding, vectors = _load_vectors(directory, len(chunks))
-        bm25 = _load_bm25(directory / _BM25, chunks) if chunks else None
-        return cls(chunks, vectors, embedding, bm25)
+        sparse = SparseIndex.load(directory, chunks) if chunks else None
+        return cls(chunks, vectors, embedding, sparse)
 
     @property
     def search(self) -> CodeSearch:
         """Chunk and file BM25 ranking over this store, built on first use (needs chunks)."""
         with self._lock:
             if self._search is None:
-                from arela_index.stores.code_search import CodeSearch
-
-                self._search = CodeSearch(self.chunks, self.bm25)
+                assert self.sparse is not None
+                self._search = CodeSearch(self.chunks, self.sparse)
         return self._search
 
     @property
@@ -315,23 +202,6 @@ def _load_vectors(directory: Path, count: int) -> tuple[EmbeddingInfo | None, np
             f"by {embedding.dim} dimensions",
         )
     return embedding, vectors
-
-
-def _load_bm25(folder: Path, chunks: list[TextNode]) -> Any:
-    from llama_index.retrievers.bm25 import BM25Retriever
-
-    try:
-        bm25 = BM25Retriever.from_persist_dir(str(folder), show_progress=False)
-    except Exception as exc:  # bm25s raises many kinds on a damaged folder
-        raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None
-    corpus = getattr(bm25, "corpus", None)
-    ids = [row.get("node_id") for row in corpus if isinstance(row, dict)] if corpus else []
-    if int(bm25.bm25.scores.get("num_docs", -1)) != len(chunks) or ids != [
-        c.node_id for c in chunks
-    ]:
-        # BM25 hands back positions: a corpus out of step with the chunks would return wrong ones.
-        raise corrupt(folder, f"its documents are not the {len(chunks)} chunks of {_CHUNKS}")
-    return bm25
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,28 +1,28 @@
-"""Ranking the code memory's chunks for a question: BM25 over chunks and over whole files, fused.
+"""The code memory's sparse side: BM25 over its chunks and over whole files, fused into one ranking.
 
-The chunk index (a llama_index `BM25Retriever`) is queried through its bm25s arrays directly:
-the retriever would rebuild every hit through pydantic, which costs more than the search. The
-tokenisation is the retriever's own (its token pattern, lower case, its stemmer).
-
-A file-level BM25 is derived from the chunk index, nothing more is stored: a word's frequency in
-a file is the number of the file's chunks that hold it. Its ranking reaches the question's
-file when the words are spread over the file's functions (a long issue report, a traceback),
-where no single chunk matches well. A chunk's sparse score is its reciprocal rank among chunks
-plus its file's among files.
+Both are bm25s indexes, used through bm25s's public API (`index`, `get_scores`, `save`, `load`)
+over the chunks' `index_terms` (the one text analysis), with one vocabulary: a chunk scores what
+bm25s scores it. The file index's
+documents are files: a term's frequency in a file is the number of the file's chunks that hold
+it. Its ranking reaches the question's file when the words are spread over the file's functions
+(a long issue report, a traceback), where no single chunk matches well. A chunk's sparse score
+is its reciprocal rank among chunks plus its file's among files.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 from llama_index.core.schema import TextNode
 
-from arela_index.stores.code import stem
-from arela_index.text.tokens import expand_identifiers, words
+from arela_index.errors import corrupt
+from arela_index.text.tokens import index_terms, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
 # A file scoring under this share of the best file shares only common words with the question:
@@ -35,7 +35,7 @@ SHARES_FILE_RANK = 0.75
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
 NOT_SOURCE_WEIGHT = 0.25
-_STOPWORDS = frozenset(STOPWORDS_EN)
+_CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|specs?)/"
@@ -81,29 +81,127 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
 
 
-class _Postings:
-    """A term-by-document matrix in bm25s's column layout: per term, its documents and scores."""
+def chunk_terms(node: TextNode) -> list[str]:
+    """A chunk's BM25 terms: those of its path, its symbol and its text."""
+    meta = node.metadata
+    head = " ".join(str(meta[k]) for k in ("file_path", "symbol") if meta.get(k))
+    return index_terms(f"{head}\n{node.text}")
 
-    def __init__(self, indptr: np.ndarray, docs: np.ndarray, weights: np.ndarray, size: int):
-        self.indptr, self.docs, self.weights, self.size = indptr, docs, weights, size
 
-    def scores(self, terms: np.ndarray) -> np.ndarray:
-        """Per document, the sum of the weights of `terms` (a repeated term counts again)."""
-        times: dict[int, int] = {}
-        for term in terms.tolist():  # a question has a handful: a dict beats np.unique
-            times[term] = times.get(term, 0) + 1
-        if not times:
-            return np.zeros(self.size)
-        docs, weights = [], []
-        for term, count in sorted(times.items()):  # in id order, as bm25s adds them
-            start, end = self.indptr[term], self.indptr[term + 1]
-            docs.append(self.docs[start:end])
-            weights.append(
-                self.weights[start:end] * count if count > 1 else self.weights[start:end]
-            )
-        return np.bincount(
-            np.concatenate(docs), weights=np.concatenate(weights), minlength=self.size
+@dataclass(frozen=True)
+class SparseIndex:
+    """The chunks' BM25 index and the files' (in path order), with one vocabulary.
+
+    >>> sparse = SparseIndex.build(chunks, [None] * len(chunks))   # doctest: +SKIP
+    >>> sparse.save(Path("/tmp/idx/code"), chunks)                 # doctest: +SKIP
+    >>> SparseIndex.load(Path("/tmp/idx/code"), chunks).paths     # doctest: +SKIP
+    ['src/app.py', 'src/config.py']
+    """
+
+    chunks: Any  # bm25s.BM25, one document per chunk
+    files: Any  # bm25s.BM25, one document per file of `paths`
+    paths: list[str]
+    documents: int  # chunks
+    _frequencies: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(cls, chunks: Sequence[TextNode], terms: Sequence[list[str] | None]) -> SparseIndex:
+        """Index `chunks` from their terms (`chunk_terms`; None: worked out here).
+
+        The vocabulary is numbered in sorted order, so a build is reproducible.
+        """
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        docs = [
+            chunk_terms(chunk) if known is None else known
+            for chunk, known in zip(chunks, terms, strict=True)
+        ]
+        vocab = {term: i for i, term in enumerate(sorted(set().union(*docs)))}
+        ids = [list(map(vocab.__getitem__, doc)) for doc in docs]
+        chunk_index = bm25s.BM25()
+        chunk_index.index(Tokenized(ids=ids, vocab=dict(vocab)), show_progress=False)
+        paths = _paths(chunks)
+        files = sorted(set(paths))
+        number = {p: i for i, p in enumerate(files)}
+        by_file: list[list[int]] = [[] for _ in files]
+        for path, doc in zip(paths, ids, strict=True):
+            by_file[number[path]].extend(sorted(set(doc)))
+        # In double precision: file scores are compared with each other's shares (FILE_CUTOFF).
+        file_index = bm25s.BM25(dtype="float64")
+        file_index.index(Tokenized(ids=by_file, vocab=dict(vocab)), show_progress=False)
+        return cls(chunk_index, file_index, files, len(docs))
+
+    def save(self, directory: Path, chunks: Sequence[TextNode]) -> None:
+        """Write both indexes into `directory`, each with its documents' names (chunk ids, paths)."""
+        quiet = {"show_progress": False, "raise_on_serialization_error": True}
+        self.chunks.save(
+            str(directory / _CHUNK_INDEX), [{"id": c.node_id} for c in chunks], **quiet
         )
+        self.files.save(str(directory / _FILE_INDEX), [{"path": p} for p in self.paths], **quiet)
+
+    @classmethod
+    def load(cls, directory: Path, chunks: Sequence[TextNode]) -> SparseIndex:
+        """Read both back; damaged, or out of step with `chunks`, is an `IndexProblem`."""
+        paths = sorted(set(_paths(chunks)))
+        chunk_index = _load(directory / _CHUNK_INDEX, "id", [c.node_id for c in chunks])
+        file_index = _load(directory / _FILE_INDEX, "path", paths, vocabulary=False)
+        return cls(chunk_index, file_index, paths, len(chunks))
+
+    def term_ids(self, terms: Iterable[str]) -> list[int]:
+        """The ids of the terms the index knows, in order (repeats kept)."""
+        return list(self.chunks.get_tokens_ids(list(terms)))
+
+    def document_frequency(self, term: str) -> int | None:
+        """The number of chunks holding `term` (a stem), None when no chunk does."""
+        if term not in self._frequencies:  # a repository's questions repeat their words
+            found = self.term_ids([term]) if term else []  # "": bm25s's own empty token
+            count = int(np.count_nonzero(self.chunks.get_scores(found))) if found else None
+            self._frequencies[term] = count
+        return self._frequencies[term]
+
+    def chunk_scores(self, term_ids: Sequence[int]) -> np.ndarray:
+        """Every chunk's BM25 score for the terms (a repeated term counts again)."""
+        return _summed(self.chunks, term_ids, self.documents)
+
+    def file_scores(self, term_ids: Sequence[int]) -> np.ndarray:
+        """Every file's BM25 score for the terms, files in `paths` order."""
+        return _summed(self.files, term_ids, len(self.paths))
+
+
+def _paths(chunks: Sequence[TextNode]) -> list[str]:
+    return [str(c.metadata.get("file_path") or "") for c in chunks]
+
+
+def _summed(index: Any, term_ids: Sequence[int], size: int) -> np.ndarray:
+    """The index's scores for the terms (a repeated term counts again), in id order: the same
+    sum whatever the order of the question's words."""
+    if not term_ids:
+        return np.zeros(size)
+    return np.asarray(index.get_scores(sorted(term_ids)), dtype=np.float64)
+
+
+def _load(folder: Path, key: str, names: list[str], vocabulary: bool = True) -> Any:
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    try:
+        index = bm25s.BM25.load(
+            str(folder), load_corpus=True, load_vocab=vocabulary, show_progress=False
+        )
+        found = [row.get(key) for row in index.corpus or ()]
+        size = len(index.get_scores_from_ids([]))  # its documents: the empty question's scores
+    except Exception as exc:  # bm25s raises many kinds on a damaged folder
+        raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None
+    if found != names or size != len(names):
+        # Scores come back by position: an index out of step with the chunks would name wrong ones.
+        raise corrupt(folder, f"its documents are not the {len(names)} of the code memory")
+    return index
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 class CodeSearch:
@@ -117,54 +215,39 @@ class CodeSearch:
     ['app.config.parse_config_file', ...]
     """
 
-    def __init__(self, chunks: Sequence[TextNode], bm25: Any) -> None:
-        index = bm25.bm25  # the bm25s.BM25 inside the llama_index retriever
-        self._vocab: dict[str, int] = index.vocab_dict
-        self._pattern = re.compile(bm25.token_pattern)
-        self._stems = not bm25.skip_stemming
-        raw = index.scores
-        self._chunks = _Postings(
-            np.asarray(raw["indptr"]),
-            np.asarray(raw["indices"]),
-            np.asarray(raw["data"], dtype=np.float64),
-            int(raw["num_docs"]),
-        )
-        paths = [str(c.metadata.get("file_path") or "") for c in chunks]
-        files = sorted(set(paths))
-        number = {p: i for i, p in enumerate(files)}
+    def __init__(self, chunks: Sequence[TextNode], sparse: SparseIndex) -> None:
+        self._sparse = sparse
+        paths = _paths(chunks)
+        number = {p: i for i, p in enumerate(sparse.paths)}
         self._file_of = np.array([number[p] for p in paths], dtype=np.int64)
         # Chunk positions grouped by file: file f's are _by_file[_bounds[f]:_bounds[f + 1]].
         self._by_file = np.argsort(self._file_of, kind="stable")
-        self._bounds = np.searchsorted(self._file_of[self._by_file], np.arange(len(files) + 1))
-        self._files = _file_postings(self._chunks, self._file_of, len(files), index)
+        self._bounds = np.searchsorted(
+            self._file_of[self._by_file], np.arange(len(sparse.paths) + 1)
+        )
         code = {
             p for p, c in zip(paths, chunks, strict=True) if c.metadata.get("kind") not in _PROSE
         }
-        source = np.array([p in code and not is_test_path(p) for p in files], dtype=bool)
+        source = np.array([p in code and not is_test_path(p) for p in sparse.paths], dtype=bool)
         self._not_source = ~source[self._file_of]
 
-    def terms(self, question: str) -> np.ndarray:
-        """The question's term ids, as the `BM25Retriever` tokenises (identifiers also split)."""
-        raw = self._pattern.findall(expand_identifiers(question).lower())
-        tokens = [t for t in raw if t not in _STOPWORDS]  # bm25s.tokenize's default, "english"
-        if self._stems:
-            tokens = stem(tokens)
-        vocab = self._vocab
-        return np.array([vocab[t] for t in tokens if t in vocab], dtype=np.int64)
+    def terms(self, question: str) -> list[int]:
+        """The ids of the question's terms (`index_terms`) that the index knows."""
+        return self._sparse.term_ids(index_terms(question))
 
     def chunk_scores(self, question: str) -> np.ndarray:
-        """Every chunk's BM25 score for the question (what the `BM25Retriever` would score)."""
-        return self._chunks.scores(self.terms(question))
+        """Every chunk's BM25 score for the question."""
+        return self._sparse.chunk_scores(self.terms(question))
 
     def rank(self, question: str, candidates: int) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files (a ranked file's best chunk enters even when the chunk ranking missed it); a long
         question ranks chunks of prose, configuration and tests lower."""
         terms = self.terms(question)
-        if not len(terms):
+        if not terms:
             return []
-        scores = self._chunks.scores(terms)
-        file_scores = self._files.scores(terms)
+        scores = self._sparse.chunk_scores(terms)
+        file_scores = self._sparse.file_scores(terms)
         ranked = top(file_scores, candidates)
         ranked = ranked[file_scores[ranked] >= FILE_CUTOFF * file_scores.max(initial=0.0)]
         files = {int(f): rank for rank, f in enumerate(ranked)}
@@ -195,21 +278,3 @@ class CodeSearch:
         best = np.repeat(np.maximum.reduceat(values, starts), lengths)
         first = np.flatnonzero(values == best)  # every file has a best: its first is its answer
         return chunks[first[np.searchsorted(first, starts)]]
-
-
-def _file_postings(chunks: _Postings, file_of: np.ndarray, files: int, index: Any) -> _Postings:
-    """BM25 over files from the chunk index: a term's frequency in a file is the number of the
-    file's chunks holding it; document frequency and length count files (bm25s's Lucene
-    formula, its k1 and b)."""
-    n_terms = len(chunks.indptr) - 1
-    term_of = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(chunks.indptr))
-    pairs, tf = np.unique(term_of * files + file_of[chunks.docs], return_counts=True)
-    terms, file = np.divmod(pairs, files)
-    df = np.bincount(terms, minlength=n_terms)
-    length = np.bincount(file, weights=tf, minlength=files)
-    k1, b = float(index.k1), float(index.b)
-    norm = k1 * (1 - b + b * length / max(float(length.mean()), 1e-9))
-    idf = np.log(1 + (files - df + 0.5) / (df + 0.5))
-    weights = idf[terms] * tf / (norm[file] + tf)
-    indptr = np.concatenate(([0], np.cumsum(df)))
-    return _Postings(indptr, file, weights, files)

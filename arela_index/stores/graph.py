@@ -13,12 +13,14 @@ from typing import Any
 
 import networkx as nx
 
-from arela_index.errors import corrupt
+from arela_index.errors import corrupt, printable
 from arela_index.indexing.changes import Changes
+from arela_index.indexing.health import FAILED, PARSER_CRASHES
+from arela_index.indexing.persist import link_memory
 from arela_index.indexing.scanner import ScanResult, SourceFile
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.modules import module_name
-from arela_index.parsing.symbols import CLASS_KINDS, FileSymbols
+from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
 
 GRAPH_FILE = "graph.json"
@@ -117,6 +119,12 @@ class GraphStore:
         `parsed` holds extractions the caller already made for the current content; files whose
         digest matches `previous` and that `changes` does not name are taken from `previous`.
         """
+        if previous is not None and previous._symbols_file is not None and changes is not None:
+            kept = {f.path for f in scan.files if parses(f.language)}
+            if not (changes.touched & (kept | set(previous.graph.graph.get("files", {})))):
+                # No source file changed (prose, configuration, history did): the same graph.
+                link_memory(previous._symbols_file.parent, directory)
+                return cls.load(directory)
         parsed = parsed or {}
         changed = changes.changed if changes is not None else frozenset()
         files: dict[str, FileSymbols] = {}
@@ -136,7 +144,11 @@ class GraphStore:
                 files[source.path] = previous.files[source.path]
             else:
                 files[source.path] = _extract(source)
-        store = cls(_graph(files.values()), files, digests)
+        try:
+            graph = _graph(files.values())
+        except Exception as exc:
+            graph = nx.MultiDiGraph(failed=f"{type(exc).__name__}: {printable(str(exc), 200)}")
+        store = cls(graph, files, digests)
         store.save(directory)
         return store
 
@@ -153,6 +165,20 @@ class GraphStore:
             ],
         }
         _write_json(directory / SYMBOLS_FILE, symbols)
+
+    @classmethod
+    def previous(cls, directory: Path) -> GraphStore:
+        """What a refresh needs of the graph it replaces: the per-file extractions, not the
+        graph itself (which a refresh resolves anew, and which would double its memory)."""
+        path = directory / SYMBOLS_FILE
+        store = cls(nx.MultiDiGraph(), symbols_file=path)
+        store._load_symbols()
+        assert store._files is not None
+        store.graph.graph["files"] = {
+            p: {"module": f.module, "language": f.language, "error": f.error}
+            for p, f in sorted(store._files.items())
+        }
+        return store
 
     @classmethod
     def load(cls, directory: Path) -> GraphStore:
@@ -182,7 +208,15 @@ class GraphStore:
         edges = Counter(key for _, _, key in self.graph.edges(keys=True))
         files = self.graph.graph.get("files", {})
         failures = {p: f["error"] for p, f in files.items() if f.get("error")}
+        crashes = sorted(p for p, error in failures.items() if error.startswith(CRASH_MARK))
+        health: dict[str, Any] = {}
+        if self.graph.graph.get("failed"):
+            health[FAILED] = self.graph.graph["failed"]
+        if crashes:
+            health[PARSER_CRASHES] = len(crashes)
+            health["crash_example"] = f"{crashes[0]}: {failures[crashes[0]][len(CRASH_MARK) :]}"
         return {
+            **health,
             "symbols": len(self._defined),
             "external_names": self.graph.number_of_nodes() - len(self._defined),
             "files": len(files),

@@ -16,7 +16,7 @@ import secrets
 import select
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -257,6 +257,7 @@ def read_log(
     workers: int = 2,
     commits: list[str] | None = None,
     unreadable: list[int] | None = None,
+    failure: list[str] | None = None,
 ) -> Iterator[tuple[int, Commit]]:
     """(position, commit) for the commits `list_commits` names; position 0 is the newest.
 
@@ -268,7 +269,9 @@ def read_log(
     cost is spread over the history, both are busy to the end. Commits of the two interleave as
     they arrive: sort by position for git's own order. In a subfolder of a work tree only commits
     that touch it are read, with paths relative to it. A record that cannot be read is skipped
-    and its position appended to `unreadable`: one odd commit must not cost the others.
+    and its position appended to `unreadable`: one odd commit must not cost the others. When
+    git cannot diff a commit (a missing object) it raises `GitLogFailed`, unless `failure` is a
+    list: then the commits not read yet come without their diffs and `failure` says so.
     """
     facts = facts or repo_facts(root)
     if commits is None:
@@ -296,30 +299,89 @@ def read_log(
             encoding="utf-8",
         )
         token = secrets.token_hex(8)
-        splitters = [_Records(_RECORD + token.encode()) for _ in lists]
         command = _log_command(root, attributes, facts.subfolder, token)
-        with _Gits(command, lists, folder) as gits:
-            for i, chunk in gits.chunks():
-                stretch, upward = divmod(i, 2) if both else (i, 0)
-                left = unread[stretch]
-                for record in splitters[i].feed(chunk) if chunk else splitters[i].finish():
-                    low, high = left
-                    if low >= high:
-                        break  # the other git has read the rest
-                    if upward:
-                        left[1] = position = high - 1
-                    else:
-                        position, left[0] = low, low + 1
-                    try:
-                        commit = _parse(record, facts.boundaries)
-                    except (ValueError, IndexError):
-                        if unreadable is not None:
-                            unreadable.append(position)
-                        continue
-                    yield position, commit
-                if left[0] >= left[1]:
-                    gits.stop(i)
-                    gits.stop(i ^ 1)  # its partner, if any
+        try:
+            yield from _stream(command, lists, unread, both, folder, token, facts, unreadable)
+        except GitLogFailed as exc:
+            if failure is None:
+                raise
+            left = [p for low, high in unread for p in range(low, high)]
+            yield from _without_patches(root, facts, commits, left, folder, token, failure, exc)
+
+
+def _stream(
+    command: list[str],
+    lists: list[list[str]],
+    unread: list[list[int]],
+    both: bool,
+    folder: Path,
+    token: str,
+    facts: RepoFacts,
+    unreadable: list[int] | None,
+    changes: Callable[[bytes], _Changes] | None = None,
+) -> Iterator[tuple[int, Commit]]:
+    """Run the gits over `lists` and yield (position, commit); `unread` keeps, per stretch, the
+    positions not read yet, so a caller knows them when a git fails."""
+    splitters = [_Records(_RECORD + token.encode()) for _ in lists]
+    with _Gits(command, lists, folder) as gits:
+        for i, chunk in gits.chunks():
+            stretch, upward = divmod(i, 2) if both else (i, 0)
+            left = unread[stretch]
+            for record in splitters[i].feed(chunk) if chunk else splitters[i].finish():
+                low, high = left
+                if low >= high:
+                    break  # the other git has read the rest
+                if upward:
+                    left[1] = position = high - 1
+                else:
+                    position, left[0] = low, low + 1
+                try:
+                    commit = _parse(record, facts.boundaries, changes or _read_patch)
+                except (ValueError, IndexError):
+                    if unreadable is not None:
+                        unreadable.append(position)
+                    continue
+                yield position, commit
+            if left[0] >= left[1]:
+                gits.stop(i)
+                gits.stop(i ^ 1)  # its partner, if any
+
+
+def _without_patches(
+    root: Path,
+    facts: RepoFacts,
+    commits: list[str],
+    left: list[int],
+    folder: Path,
+    token: str,
+    failure: list[str],
+    exc: GitLogFailed,
+) -> Iterator[tuple[int, Commit]]:
+    """The commits at positions `left` when `git log -p` could not diff them (an object missing
+    from a damaged or partial clone): with the names of the files they changed, or failing that
+    with nothing but their messages, so the history is whole where its diffs are not."""
+    todo = left
+    lost = ""
+    for names in (True, False):
+        if not todo:
+            break
+        unread = [[0, len(todo)]]
+        command = _light_command(root, facts.subfolder, token, names)
+        changes = _read_names if names else _no_changes
+        try:
+            for k, commit in _stream(
+                command, [[commits[p] for p in todo]], unread, False, folder, token, facts, None,
+                changes,
+            ):  # fmt: skip
+                yield todo[k], commit
+            todo = []
+        except GitLogFailed as again:
+            todo = todo[unread[0][0] :]
+            lost = f"; {len(todo)} could not be read at all ({again})"
+    failure.append(
+        f"git log -p stopped ({exc}): {len(left)} of {len(commits)} commits are kept without "
+        f"line counts or changed functions{lost}"
+    )
 
 
 class _Gits:
@@ -444,13 +506,42 @@ def _log_command(root: Path, attributes: Path, subfolder: bool, token: str) -> l
     ]  # fmt: skip
 
 
+def _light_command(root: Path, subfolder: bool, token: str, names: bool) -> list[str]:
+    """`git log` of the commits on stdin without diffs: the names of the files each changed
+    (trees only, no file contents) or, without `names`, nothing but the commits."""
+    return [
+        "git", "-C", str(root), "-c", "core.quotePath=false", "-c", "log.showSignature=false",
+        "log", "--no-color", "--encoding=UTF-8", f"--format={_FORMAT.format(token)}",
+        "--no-walk=unsorted", "--stdin", *(["--relative"] if subfolder else []),
+        *(["--name-only", "--no-renames"] if names else ["--no-patch"]), "--", *_limit(subfolder),
+    ]  # fmt: skip
+
+
+def _read_names(listing: bytes) -> _Changes:
+    """Changed files by name only: their line counts are unknown (None, as for a binary)."""
+    names = listing.decode("utf-8", "replace").split("\n")
+    return tuple(FileChange(n, None, None) for n in dict.fromkeys(names) if n.strip()), ()
+
+
+def _no_changes(_: bytes) -> _Changes:
+    return (), ()
+
+
 def _limit(subfolder: bool) -> list[str]:
     # A pathspec simplifies history (merges, empty commits drop out): only pay that in a subfolder.
     return ["."] if subfolder else []
 
 
-def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
-    """A commit from one record; ValueError when its header is not one git wrote."""
+_Changes = tuple[tuple["FileChange", ...], tuple[tuple[str, str], ...]]
+
+
+def _parse(
+    record: bytes,
+    boundaries: frozenset[str],
+    changes: Callable[[bytes], _Changes] | None = None,
+) -> Commit:
+    """A commit from one record (its changes read by `changes`, a patch by default); ValueError
+    when its header is not one git wrote."""
     parts = record.split(b"\0", _FIELDS)
     if len(parts) < _FIELDS:
         raise ValueError(f"{len(parts)} of {_FIELDS} fields")
@@ -463,7 +554,8 @@ def _parse(record: bytes, boundaries: frozenset[str]) -> Commit:
     )
     patch = parts[_FIELDS] if len(parts) > _FIELDS else b""  # starts with the newline git prints
     boundary = hash_ in boundaries
-    files, symbols = ((), ()) if boundary or not patch.strip() else _read_patch(patch)
+    read = changes or _read_patch
+    files, symbols = ((), ()) if boundary or not patch.strip() else read(patch)
     return Commit(
         hash=hash_,
         parents=tuple(parents.split()),

@@ -1,151 +1,47 @@
-"""Identifier-aware tokens: `parseConfigFile`, `parse_config_file` and `ParseConfig` all say "parse config"."""
+"""The one text analysis: identifier-aware words, one stopword list and the stemmer's terms.
+
+`parseConfigFile`, `parse_config_file` and `ParseConfig` all say "parse config". The code
+memory's index (`index_terms`), the grader (`tokenize`, `stem`), the selector and the audit
+memory's searches (`search_terms`) read words here and nowhere else.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import threading
+from collections.abc import Iterable
 from functools import lru_cache
+
+from arela_index.text.stem import stem
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "all",
-        "also",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "down",
-        "during",
-        "each",
-        "either",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "us",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "get",
-        "gets",
-        "got",
-        "tell",
-        "show",
-        "find",
-        "give",
-        "let",
-        "please",
-        "thing",
-        "things",
-    ]
+# The one stopword list, in two tiers. The index drops only the first: bm25s's English list, the
+# stock `BM25Retriever`'s default, so the code memory's index is the one that retriever makes; in
+# code, words like "get", "find" or "show" are parts of names and worth indexing. A question's
+# words drop both tiers: "who", "how", "please" or "tell" name nothing to look for.
+INDEX_STOPWORDS = frozenset(
+    """
+    a an and are as at be but by for if in into is it no not of on or such that the their
+    then there these they this to was will with
+    """.split()  # noqa: SIM905
 )
+STOPWORDS = INDEX_STOPWORDS | frozenset(
+    """
+    about above after again all also am any because been before being between both can could
+    did do does doing done down during each either few from further had has have having he
+    her here hers him his how i its itself just me more most my nor now off once only other
+    our ours out over own same she should so some than theirs them those through too under
+    until up us very we were what when where which while who whom why would you your yours
+    get gets got tell show find give let please thing things
+    """.split()  # noqa: SIM905
+)
+# The index's token pattern (bm25s's and the `BM25Retriever`'s): runs of two or more word
+# characters, Unicode letters included.
+_INDEX_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_SEARCH_WORD = re.compile(r"\w+")
 
 
 @lru_cache(maxsize=65536)
@@ -182,6 +78,40 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
         elif keep_stopwords or (lower not in STOPWORDS and len(lower) > 1):
             out.append(lower)
     return out
+
+
+def index_terms(text: str) -> list[str]:
+    """The code memory's BM25 terms of a text, chunk or question alike: its words of two or more
+    characters in lower case, the parts of its compound identifiers, no `INDEX_STOPWORDS`, stemmed.
+
+    The terms the stock `BM25Retriever` makes of `expand_identifiers(text)`, in another order.
+
+    >>> index_terms("the parseConfig(path)")
+    ['parseconfig', 'path', 'pars', 'config']
+    """
+    tokens = [t for t in _INDEX_TOKEN.findall(text.lower()) if t not in INDEX_STOPWORDS]
+    for parts in sorted(compound_parts(text)):
+        tokens.extend(p for p in parts if len(p) > 1 and p not in INDEX_STOPWORDS)
+    return stem(tokens)
+
+
+def search_terms(text: str, drop: Iterable[str] = ()) -> list[str]:
+    """The distinct words of a text worth searching for: lower-cased, identifiers also split, no
+    `STOPWORDS` (nor `drop`). Words are runs of word characters, as FTS5's unicode61 reads them.
+
+    >>> search_terms('who changed parseConfig NEAR("x" OR -y*)?', drop={"changed"})
+    ['parseconfig', 'parse', 'config', 'near']
+    """
+    skip = STOPWORDS | {d.lower() for d in drop}
+    terms: dict[str, None] = {}
+    for token in _SEARCH_WORD.findall(text):
+        lower = token.lower()
+        if lower in skip:
+            continue
+        for part in (lower, *split_identifier(token)):
+            if part not in skip and len(part) > 1:
+                terms[part] = None
+    return list(terms)
 
 
 def expand_identifiers(text: str) -> str:

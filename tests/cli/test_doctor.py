@@ -14,7 +14,7 @@ from arela_index.cli.doctor import diagnose
 from arela_index.cli.main import main
 from arela_index.config import ArelaConfig
 from arela_index.indexing.build import build_index
-from arela_index.indexing.persist import current_build
+from arela_index.indexing.persist import FORMAT_VERSION, current_build
 from arela_index.llm.runtime import detect
 
 CONFIG_PY = "def load_config(path):\n    return open(path).read()\n"
@@ -203,7 +203,9 @@ def test_an_index_of_an_older_format_says_rebuild(
 ) -> None:
     root, folder = indexed_offline(tmp_path)
     manifest = folder / "manifest.json"
-    manifest.write_text(manifest.read_text().replace('"format_version": 1', '"format_version": 0'))
+    manifest.write_text(
+        manifest.read_text().replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 0')
+    )
     code, checks = doctor(capsys, "--repo", str(root), "--offline")
     assert code == 1
     status, line = checks["format"]

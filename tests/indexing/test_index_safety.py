@@ -32,7 +32,7 @@ from support.harness import (
 from support.routing_repos import build_taskq
 
 from arela_index.index import ArelaIndex
-from arela_index.indexing.persist import current_build
+from arela_index.indexing.persist import FORMAT_VERSION, current_build
 from arela_index.indexing.scanner import scan_repository
 
 QUESTIONS = (
@@ -125,12 +125,19 @@ INDEX_FILES = (
     "code/bm25/indices.csc.index.npy",
     "code/bm25/indptr.csc.index.npy",
     "code/bm25/params.index.json",
-    "code/bm25/retriever.json",
     "code/bm25/corpus.jsonl",
     "code/bm25/corpus.mmindex.json",
+    "code/bm25_files/vocab.index.json",
+    "code/bm25_files/data.csc.index.npy",
+    "code/bm25_files/indices.csc.index.npy",
+    "code/bm25_files/indptr.csc.index.npy",
+    "code/bm25_files/params.index.json",
+    "code/bm25_files/corpus.jsonl",
+    "code/bm25_files/corpus.mmindex.json",
     "graph/graph.json",
     "graph/symbols.json",
     "audit/audit.sqlite",
+    "worktree.json",
 )
 
 
@@ -206,7 +213,7 @@ def test_damage_seen_by_a_real_process_is_one_line_and_the_advised_command_mends
     assert_whole(persist, taskq.root)
 
 
-@pytest.mark.parametrize("version", [0, 2])
+@pytest.mark.parametrize("version", [FORMAT_VERSION - 1, FORMAT_VERSION + 1])  # older, newer
 def test_an_index_of_another_format_version_says_how_to_rebuild(
     built: Path, taskq: GitRepo, tmp_path: Path, version: int
 ) -> None:
@@ -445,7 +452,7 @@ def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
     rebuilt: list[Path] = []
 
     def rebuild_midway(directory: Path) -> GraphStore:
-        if not rebuilt:  # the load has read CURRENT and the code memory; a rebuild now finishes
+        if not rebuilt:  # the index has read CURRENT and the code memory; a rebuild now finishes
             rebuilt.append(directory)  # first: the build loads graphs too
             run = call_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline")
             assert run.code == 0
@@ -453,6 +460,7 @@ def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
 
     monkeypatch.setattr(GraphStore, "load", staticmethod(rebuild_midway))
     index = ArelaIndex.load(persist, offline=True)
+    index.code, index.graph  # noqa: B018 - memories are read on first use: this is that use
     assert rebuilt == [old / "graph"] and old is not None and not old.exists()
     assert index.folder == current_build(persist) != old
     assert str(index.as_query_engine().query(QUESTIONS[0])).strip()

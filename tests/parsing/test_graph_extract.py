@@ -23,7 +23,7 @@ from arela_index.errors import IndexProblem
 from arela_index.indexing.changes import Changes
 from arela_index.indexing.scanner import scan_repository
 from arela_index.parsing.dispatch import extract_symbols
-from arela_index.parsing.modules import module_name
+from arela_index.parsing.modules import module_name, module_of
 from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.stores.graph import GraphStore
 
@@ -219,35 +219,33 @@ def test_python_imports_and_inheritance_are_exact(python_graph: GraphStore) -> N
             JAVA,
             {
                 (
-                    "src.main.java.com.shop.Model.Model.save",
-                    "src.main.java.com.shop.Model.Model.validate",
+                    "com.shop.Model.save",
+                    "com.shop.Model.validate",
                     "validate();",
                 ),
                 (
-                    "src.main.java.com.shop.Model.Model.save",
-                    "src.main.java.com.shop.Store.Store.persist",
+                    "com.shop.Model.save",
+                    "com.shop.Store.persist",
                     "Store.persist(this)",
                 ),
                 (
-                    "src.main.java.com.shop.Store.Store.persist",
-                    "src.main.java.com.shop.util.Log.Log.info",
+                    "com.shop.Store.persist",
+                    "com.shop.util.Log.info",
                     'Log.info("saved")',
                 ),
                 (
-                    "src.main.java.com.shop.Item.Item.validate",
-                    "src.main.java.com.shop.util.Log.Log.info",
+                    "com.shop.Item.validate",
+                    "com.shop.util.Log.info",
                     'Log.info("validating")',
                 ),
-                ("src.main.java.com.shop.util.Log.Log.info", "println", "System.out.println"),
+                ("com.shop.util.Log.info", "println", "System.out.println"),
             },
             {
-                ("src.main.java.com.shop.Model.Model", "src.main.java.com.shop.Saveable.Saveable"),
-                ("src.main.java.com.shop.Item.Item", "src.main.java.com.shop.Model.Model"),
+                ("com.shop.Model", "com.shop.Saveable"),
+                ("com.shop.Item", "com.shop.Model"),
             },
-            {
-                ("src.main.java.com.shop.Store", "src.main.java.com.shop.util.Log"),
-                ("src.main.java.com.shop.Item", "src.main.java.com.shop.util.Log"),
-            },
+            # A Java file's module is its package: both files of com.shop import Log.
+            {("com.shop", "com.shop.util.Log")},
             id="java",
         ),
         pytest.param(
@@ -531,12 +529,12 @@ class Dog(val name: String) : Animal() {
 fun top() {}
 """,
         {
-            ("app.Dog.Dog", "class"),
-            ("app.Dog.Dog.bark", "method"),
-            ("app.Dog.Dog.wag", "method"),
-            ("app.Dog.top", "function"),
+            ("app.Dog", "class"),
+            ("app.Dog.bark", "method"),
+            ("app.Dog.wag", "method"),
+            ("app.top", "function"),
         },
-        {("app.Dog.Dog.bark", "app.Dog.Dog.wag"), ("app.Dog.Dog.bark", "app.Dog.top")},
+        {("app.Dog.bark", "app.Dog.wag"), ("app.Dog.bark", "app.top")},
     ),
     "swift": (
         "Sources/Dog.swift",
@@ -610,7 +608,7 @@ def test_every_other_grammar_yields_its_definitions_and_calls(
 ) -> None:
     path, source, definitions, calls = _SAMPLES[language]
     store = build_graph(git_repo, {path: source}, tmp_path / "graph")
-    module = module_name(path, language)
+    module = module_of(path, language, source)
     got = {(q, store.symbol(q)["kind"]) for q in store.symbol_names()}  # type: ignore[index]
     assert got == {(module, "module"), *definitions}
     assert {(u, v) for u, v, _ in edges(store, "calls")} == calls

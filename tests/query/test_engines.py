@@ -5,6 +5,7 @@ LlamaIndex engines, chat, agent tools, sync and async, and the online path throu
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,10 +13,11 @@ from typing import Any
 
 import pytest
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import QueryBundle
+from llama_index.core.schema import MetadataMode, QueryBundle
 from support.engine_repos import (
     EVIL_NOTE,
     INJECTION,
@@ -37,11 +39,12 @@ from arela_index.query.engines import (
     ArelaRetriever,
     CitedSynthesizer,
     OfflineChatEngine,
-    checked_question,
     searched,
 )
-from arela_index.query.trace import Trace
+from arela_index.query.loop import QueryLoop
+from arela_index.query.trace import TRACE_KEY, Trace
 from arela_index.retrievers.router import build_router
+from arela_index.text.question import MAX_CHARS, Question
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +186,7 @@ def test_a_deliberately_misrouted_question_is_recovered_by_the_retry(taskq: Arel
     audit_only = build_router(
         taskq.code_retriever(), taskq.graph_retriever(), taskq.audit_retriever(), _Always(2), 8
     )
-    retriever = ArelaRetriever(audit_only, stock.grader)
+    retriever = ArelaRetriever(QueryLoop(audit_only, stock.grader, stock.loop.rewriter))
     nodes, trace = retriever.retrieve_with_trace("what does parse_cron raise for a bad expression?")
     assert trace.memory_names == ["audit"] and steps(trace, "grade")[0]["kept"] == 0
     (retry,) = steps(trace, "retry")
@@ -434,6 +437,60 @@ def test_offline_chat_carries_the_names_into_follow_ups(taskq: ArelaIndex) -> No
     assert chat.chat_history == [] and metadata_of(chat.chat("who calls it?"))["abstained"]
 
 
+def test_offline_chat_reads_the_chat_history_it_is_given(taskq: ArelaIndex) -> None:
+    history = [
+        ChatMessage(role=MessageRole.USER, content="what does parse_config do?"),
+        ChatMessage(role=MessageRole.ASSISTANT, content="It parses the settings."),
+    ]
+    for chat in (taskq.as_chat_engine(chat_history=history), taskq.as_chat_engine()):
+        given = history if not chat.chat_history else None
+        follow = chat.chat("and who calls it?", chat_history=given)
+        trace = metadata_of(follow)["arela"]
+        assert "parse_config" in trace.question and trace.memory_names == ["graph"]
+        assert "taskq.config.load_config" in [
+            n.node.metadata["symbol"] for n in follow.source_nodes
+        ]
+        assert [m.content for m in chat.chat_history][-2] == "and who calls it?"
+
+
+def test_unknown_keywords_are_one_clear_error_and_known_ones_are_honoured(
+    taskq: ArelaIndex,
+) -> None:
+    with pytest.raises(
+        ArelaError, match=r"^as_chat_engine\(\) does not take temperature: it takes"
+    ):
+        taskq.as_chat_engine(temperature=0.2)
+    with pytest.raises(ArelaError, match="chat_mode 'react' is not supported"):
+        taskq.as_chat_engine(chat_mode="react")
+    with pytest.raises(
+        ArelaError, match=r"^as_tool\(\) does not take fn_schema: it takes description"
+    ):
+        taskq.as_tool(fn_schema=dict)
+    tool = taskq.as_tool(name="repo", description="Answers about taskq.", return_direct=True)
+    assert (tool.metadata.name, tool.metadata.description) == ("repo", "Answers about taskq.")
+    assert tool.metadata.return_direct is True
+
+
+def test_the_retrievers_nodes_carry_the_trace_hidden_and_audit_nodes_their_plan(
+    taskq: ArelaIndex,
+) -> None:
+    retriever = taskq.as_retriever()
+    nodes = retriever.retrieve("who added the Redis backend?")
+    trace = Trace.of(nodes)
+    assert nodes and trace is not None and trace.memory_names == ["audit"]
+    for n in nodes:
+        assert n.node.metadata[TRACE_KEY] is trace
+        assert {TRACE_KEY, "plan"} <= set(n.node.excluded_llm_metadata_keys)
+        assert "Trace" not in n.node.get_content(MetadataMode.LLM)
+    # The audit memory's plan survives the route (the trace used to overwrite it).
+    assert all(isinstance(n.node.metadata["plan"], str) and n.node.metadata["plan"] for n in nodes)
+    json.loads(nodes[0].node.model_dump_json())  # a node with its trace still serialises
+    kept, returned = retriever.retrieve_with_trace("who added the Redis backend?")
+    assert all(TRACE_KEY not in n.node.metadata for n in kept) and returned.memory_names == [
+        "audit"
+    ]
+
+
 def test_the_tool_answers_when_called_directly_sync_and_async(taskq: ArelaIndex) -> None:
     tool = taskq.as_tool()
     assert tool.metadata.name == "repository_context"
@@ -475,9 +532,10 @@ def test_the_tool_answers_inside_a_react_agent(taskq: ArelaIndex) -> None:
 
 def test_questions_are_checked_before_routing() -> None:
     with pytest.raises(ArelaError, match="the question is empty"):
-        checked_question("  \n\t ")
-    assert checked_question("who calls\x00 main?\x1b").query_str == "who calls main?"
-    assert len(checked_question("x" * 10_000).query_str) == 4000
+        Question.read("  \n\t ")
+    assert Question.read("who calls\x00 main?\x1b").text == "who calls main?"
+    assert Question.read("who  calls\n main?").text == "who calls main?"
+    assert len(Question.read("x" * 10_000).text) == MAX_CHARS
 
 
 def test_an_empty_question_is_one_clear_error(taskq: ArelaIndex) -> None:
@@ -583,3 +641,24 @@ def test_answers_with_any_llamaindex_llm(taskq: ArelaIndex) -> None:
     # MockLLM echoes the prompt: the fenced passages carry the citations as labels.
     assert "<<<DATA" in str(response) and "| src/taskq/config.py:" in str(response)
     assert "Question: who calls resolve_envvar?" in str(response)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "where is parse_cron defined?",
+        "where is class Scheduler defined?",
+        "what does load_config call?",
+        "who calls resolve_envvar?",
+        "how does the scheduler decide which job is due?",
+    ],
+)
+def test_no_two_sources_cite_the_same_lines(taskq: ArelaIndex, question: str) -> None:
+    nodes = taskq.as_retriever(similarity_top_k=8).retrieve(question)
+    assert nodes, question
+    spans = [
+        (n.node.metadata["file_path"], n.node.metadata["start_line"], n.node.metadata["end_line"])
+        for n in nodes
+        if n.node.metadata.get("start_line") is not None and not n.node.metadata.get("commit")
+    ]
+    assert len(spans) == len(set(spans)), spans

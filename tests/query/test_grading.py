@@ -1,5 +1,6 @@
-"""RelevanceGrader over the real memories of an indexed test repository: offline grades, what is
-kept and how, every kind of retry, bounds, stopping, abstention, and the Ollama verdicts."""
+"""RelevanceGrader and the query loop's retries over the real memories of an indexed test
+repository: offline grades, what is kept and how, every kind of retry, bounds, stopping,
+abstention, the grader as a stock postprocessor, and the Ollama verdicts."""
 
 from __future__ import annotations
 
@@ -13,14 +14,19 @@ from support.fake_ollama import FakeOllama
 from support.routing_repos import memories_for
 
 from arela_index.config import ArelaConfig
+from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import make_llm
 from arela_index.query.grading import RelevanceGrader
+from arela_index.query.loop import QueryLoop, names_elsewhere, rewritten_query
 from arela_index.query.node_text import NodeText
-from arela_index.query.rewrite import closest_names, offline_rewrite
+from arela_index.query.rewrite import Rewriter, closest_names, offline_rewrite
+from arela_index.query.steps import run
 from arela_index.query.term_weights import TermWeights
 from arela_index.query.trace import TRACE_KEY, Trace
+from arela_index.retrievers.router import build_router
 from arela_index.text.entities import Vocabulary
+from arela_index.text.question import Question
 from arela_index.text.tokens import tokenize
 
 
@@ -37,6 +43,11 @@ def index(taskq: Indexed) -> ArelaIndex:
 def first_pass(index: ArelaIndex, question: str) -> tuple[list[NodeWithScore], Trace]:
     """What the router hands the grader: the nodes of the first retrieval and the trace."""
     return index.as_retriever().router.retrieve_with_trace(question)
+
+
+def graded(loop: QueryLoop, nodes: list[NodeWithScore], trace: Trace) -> list[NodeWithScore]:
+    """The loop's grade-and-retry of a first pass the router made (or a test wrote)."""
+    return run(loop.grade_steps(Question.read(trace.question), nodes, trace))
 
 
 def steps(trace: Trace, kind: str) -> list[dict[str, Any]]:
@@ -105,14 +116,14 @@ def test_the_grader_reads_a_chunk_as_tokenizing_all_of_it_would(index: ArelaInde
 def test_kept_nodes_are_fresh_copies_scored_by_grade_with_the_trace(index: ArelaIndex) -> None:
     nodes, trace = first_pass(index, "what does parse_config return?")
     before = [n.node.model_copy(deep=True) for n in nodes]
-    kept = index.as_retriever().grader.grade(nodes, trace.question, trace)
+    kept = graded(index.as_retriever().loop, nodes, trace)
     assert kept and symbols(kept)[0] == "taskq.config.parse_config"
     assert [n.score for n in kept] == sorted((n.score for n in kept), reverse=True)
     for node in kept:
         assert node.score == node.node.metadata["grade"] and node.node.metadata["attempt"] == 0
-        assert node.node.metadata[TRACE_KEY] is trace
+        assert TRACE_KEY not in node.node.metadata  # the trace comes back beside the nodes
         assert all(node.node is not original.node for original in nodes)
-        assert {"grade", "attempt", TRACE_KEY} <= set(node.node.excluded_llm_metadata_keys)
+        assert {"grade", "attempt"} <= set(node.node.excluded_llm_metadata_keys)
     # Grading changed nothing the router handed over.
     assert [n.node.metadata for n in nodes] == [n.metadata for n in before]
     grade = steps(trace, "grade")[0]
@@ -122,7 +133,7 @@ def test_kept_nodes_are_fresh_copies_scored_by_grade_with_the_trace(index: Arela
 
 def test_an_out_of_scope_trace_is_abstained_once_without_grading(index: ArelaIndex) -> None:
     nodes, trace = first_pass(index, "what is the capital of France?")
-    assert index.as_retriever().grader.grade(nodes, trace.question, trace) == []
+    assert graded(index.as_retriever().loop, nodes, trace) == []
     assert len(steps(trace, "abstain")) == 1 and not steps(trace, "grade")
 
 
@@ -157,7 +168,7 @@ def test_names_asked_together_are_searched_one_by_one_when_nothing_came_back(
 ) -> None:
     question = "what do `parse_cron` and `resolve_envvar` return?"
     trace = Trace(question=question, intents=[("factual", 0.9)], memories=[("code", "test")])
-    kept = index.as_retriever().grader.grade([], question, trace)
+    kept = graded(index.as_retriever().loop, [], trace)
     (retry,) = steps(trace, "retry")
     assert retry["memories"] == ["code"] and retry["query"] == question
     assert retry["why"] == "`parse_cron`, `resolve_envvar` asked together: one search per name"
@@ -191,7 +202,7 @@ def test_retries_are_bounded_and_never_repeat_a_query_in_a_memory(
     index: ArelaIndex, max_retries: int
 ) -> None:
     retriever = index.as_retriever()
-    retriever.grader.max_retries = max_retries
+    retriever.loop.max_retries = max_retries
     kept, trace = retriever.retrieve_with_trace("what does the KafkaConsumer class do?")
     retries = steps(trace, "retry")
     # Three memories: the first pass and at most two others, then nothing new is left to try.
@@ -203,45 +214,67 @@ def test_retries_are_bounded_and_never_repeat_a_query_in_a_memory(
     assert [r["attempt"] for r in retries] == list(range(1, len(retries) + 1))
 
 
+def test_the_retry_strategies_are_an_ordered_list_the_loop_follows(index: ArelaIndex) -> None:
+    # A misspelt name: by default the closest known name comes first; with only "another
+    # memory" and "rewritten query", in that order, the loop moves memory before it rewrites.
+    question = "what does parse_confg return?"
+    retriever = index.as_retriever()
+    _, default = retriever.retrieve_with_trace(question)
+    assert steps(default, "retry")[0]["why"].startswith("nothing found mentions `parse_confg`")
+    loop = QueryLoop(
+        retriever.router,
+        retriever.grader,
+        retriever.loop.rewriter,
+        strategies=[names_elsewhere, rewritten_query],
+        max_retries=3,
+    )
+    nodes, trace = run(loop.steps(Question.read(question)))
+    retries = steps(trace, "retry")
+    assert [r["query"] for r in retries] == [question, question]
+    assert [r["memories"] for r in retries] == [["graph"], ["audit"]]
+    assert nodes == [] and len(steps(trace, "abstain")) == 1
+
+
 def test_it_stops_when_a_retry_brings_back_the_same_nodes(taskq: Indexed) -> None:
     # Two memory names over one retriever: the retry can only bring back what came first.
     keyword = memories_for(taskq.repo)["code"]
-    grader = RelevanceGrader(retrievers={"code": keyword, "graph": keyword}, threshold=0.99)
+    loop = QueryLoop(build_router(keyword, keyword, None), RelevanceGrader(threshold=0.99))
     trace = Trace(question="what does parse_config return?", memories=[("graph", "test")])
     nodes = keyword.retrieve(trace.question)
-    assert nodes and grader.grade(nodes, trace.question, trace) == []
+    assert nodes and graded(loop, nodes, trace) == []
     assert [s["kind"] for s in trace.steps] == ["grade", "retry", "stop", "abstain"]
     assert steps(trace, "retry")[0]["memories"] == ["code"]
 
 
-def test_a_stock_postprocessor_call_without_a_trace_routes_the_question(
+def test_the_grader_is_a_postprocessor_for_any_retrievers_nodes(
     index: ArelaIndex, taskq: Indexed
 ) -> None:
+    # Nodes of a retriever that did not route: the selector's `route` gives the intents.
     memories = memories_for(taskq.repo)
-    grader = RelevanceGrader(
-        retrievers=memories, vocabulary=index.vocabulary, route=index.selector().route
-    )
+    grader = RelevanceGrader(term_weights=index.term_weights, route=index.selector().route)
     question = "who calls resolve_envvar?"
     nodes = memories["code"].retrieve(question)
     kept = grader.postprocess_nodes(nodes, QueryBundle(question))
-    trace = Trace.of(kept)
-    assert trace is not None and trace.intents[0][0] == "structural"
     assert kept and all("resolve_envvar" in n.node.get_content() for n in kept)
+    grades = sorted(
+        (round(g, 4) for g in grader.offline_grades(nodes, question, ["structural"])), reverse=True
+    )
+    assert [n.score for n in kept] == [g for g in grades if g >= grader.threshold]
+    assert all(0 <= (n.score or 0) <= 1 and n.node.metadata["grade"] == n.score for n in kept)
+    with pytest.raises(ArelaError, match="grades against a question"):
+        grader.postprocess_nodes(nodes)
 
 
 # -- with Ollama (FakeOllama) -------------------------------------------------------------------
 
 
-def online_grader(index: ArelaIndex, fake: FakeOllama, **settings: Any) -> RelevanceGrader:
+def online_loop(index: ArelaIndex, fake: FakeOllama) -> QueryLoop:
+    """A loop over the code and graph memories whose grader and rewriter ask FakeOllama."""
     config = ArelaConfig(ollama_host=fake.url, router_timeout=1.0)
-    grader = index.as_retriever().grader
-    return RelevanceGrader(
-        retrievers={"code": index.code_retriever(), "graph": index.graph_retriever()},
-        vocabulary=index.vocabulary,
-        llm=make_llm(config, "qwen2.5:1.5b", 1.0),
-        term_weights=index.term_weights,
-        **{"threshold": grader.threshold, **settings},
-    )
+    llm = make_llm(config, "qwen2.5:1.5b", 1.0)
+    grader = RelevanceGrader(llm=llm, term_weights=index.term_weights)
+    router = build_router(index.code_retriever(), index.graph_retriever(), None)
+    return QueryLoop(router, grader, Rewriter(llm, index.vocabulary))
 
 
 def test_the_models_verdicts_decide_what_is_kept_in_one_batched_call(index: ArelaIndex) -> None:
@@ -249,7 +282,7 @@ def test_the_models_verdicts_decide_what_is_kept_in_one_batched_call(index: Arel
     model = ScriptedModel(relevant=lambda passage, prompt: "def load_config" in passage.text)
     with FakeOllama(chat_handler=model) as fake:
         nodes, trace = first_pass(index, "what does parse_config return?")
-        kept = online_grader(index, fake).grade(nodes, trace.question, trace)
+        kept = graded(online_loop(index, fake), nodes, trace)
         requests = fake.requests_to("/api/chat")
     assert set(symbols(kept)) == {"taskq.config.load_config"}
     assert steps(trace, "grade")[0]["by"] == "llm"
@@ -266,11 +299,11 @@ def test_any_failure_of_the_model_falls_back_to_the_offline_grade(
 ) -> None:
     nodes, trace = first_pass(index, "what does parse_config return?")
     copy = Trace(question=trace.question, intents=trace.intents, memories=trace.memories)
-    offline = index.as_retriever().grader.grade(nodes, trace.question, copy)
+    offline = graded(index.as_retriever().loop, nodes, copy)
     with FakeOllama(chat_handler=ScriptedModel(relevant=lambda p, q: False)) as fake:
-        grader = online_grader(index, fake)
+        loop = online_loop(index, fake)
         with fake.fault("/api/chat", fault):
-            kept = grader.grade(nodes, trace.question, trace)
+            kept = graded(loop, nodes, trace)
     (fallback,) = steps(trace, "fallback")
     assert fallback["stage"] == "grade" and fallback["why"]
     assert steps(trace, "grade")[0]["by"] == "heuristic"
@@ -282,13 +315,13 @@ def test_a_retry_online_asks_the_model_to_rewrite_the_question(index: ArelaIndex
         relevant=lambda passage, prompt: "parse_cron" in passage.text, rewrite="parse_cron fields"
     )
     with FakeOllama(chat_handler=model) as fake:
-        grader = online_grader(index, fake)
+        loop = online_loop(index, fake)
         question = "how many fields does it need?"
         trace = Trace(question=question, intents=[("factual", 0.9)], memories=[("code", "test")])
         nodes = [
             n for n in index.code_retriever().retrieve(question) if "parse_cron" not in n.node.text
         ]
-        kept = grader.grade(nodes, question, trace)
+        kept = graded(loop, nodes, trace)
     retries = steps(trace, "retry")
     assert [r["query"] for r in retries if r["query"] != question] == ["parse_cron fields"]
     assert (
@@ -300,12 +333,12 @@ def test_a_retry_online_asks_the_model_to_rewrite_the_question(index: ArelaIndex
 def test_a_failed_model_rewrite_falls_back_to_the_offline_rewrite(index: ArelaIndex) -> None:
     question = "how many fields does it need?"
     with FakeOllama(chat_handler=ScriptedModel(rewrite="never used")) as fake:
-        grader = online_grader(index, fake)
+        loop = online_loop(index, fake)
         trace = Trace(question=question, intents=[("factual", 0.9)], memories=[("code", "test")])
         with fake.fault("/api/chat", "500"):
-            grader.grade([], question, trace)
+            graded(loop, [], trace)
     rewrites = [r["query"] for r in steps(trace, "retry") if r["query"] != question]
-    assert rewrites == [offline_rewrite(question, index.vocabulary)]
+    assert rewrites == [offline_rewrite(Question.read(question), index.vocabulary)]
     assert "rewrite" in [s["stage"] for s in steps(trace, "fallback")]
 
 
@@ -314,17 +347,19 @@ def test_a_failed_model_rewrite_falls_back_to_the_offline_rewrite(index: ArelaIn
 
 def test_offline_rewrite_keeps_names_drops_filler_and_fixes_typos(index: ArelaIndex) -> None:
     vocabulary = index.vocabulary
+
+    def rewrite(question: str, vocabulary: Vocabulary) -> str:
+        return offline_rewrite(Question.read(question), vocabulary)
+
     # Filler and routing words go; names stay, with where the graph defines them.
-    assert offline_rewrite("hey so how does the `Scheduler` thing basically work?", vocabulary) == (
+    assert rewrite("hey so how does the `Scheduler` thing basically work?", vocabulary) == (
         "Scheduler taskq.scheduler taskq.scheduler.Scheduler"
     )
-    assert offline_rewrite("who calls resolve_envar?", vocabulary) == (
+    assert rewrite("who calls resolve_envar?", vocabulary) == (
         "resolve_envvar resolve envvar taskq.config.resolve_envvar"
     )
     # Routing words are no names: `calls` must not become some symbol spelled like it.
-    assert "calls" not in offline_rewrite(
-        "who calls send_email?", Vocabulary(symbols=["a.getcalls"])
-    )
+    assert "calls" not in rewrite("who calls send_email?", Vocabulary(symbols=["a.getcalls"]))
     assert closest_names("PriortyQueue", vocabulary) == ["PriorityQueue"]
     assert closest_names("xyz", vocabulary) == []
 

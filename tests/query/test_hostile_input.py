@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from support.fake_ollama import FakeOllama
@@ -286,7 +286,21 @@ def test_the_gullible_model_obeys_an_override_it_can_see() -> None:
     assert model(fenced) != "HACKED" and model.obeyed == 1 and model.fenced_injections == 1
 
 
-def _routes_and_answers(root: Path, persist: Path, host: str | None) -> list[tuple[Any, ...]]:
+class Outcome(NamedTuple):
+    """What a user sees of one question: the route, the sources kept and the answer."""
+
+    question: str
+    route: tuple[Any, ...]  # intents, memories searched, the stage that decided
+    kept: list[str]  # the sources' texts
+    answer: str  # without its citations
+
+    def off_topic(self) -> list[str]:
+        """Kept sources that share no word with the question: a grade nothing justifies."""
+        asked = _content_words(self.question)
+        return [text[:80] for text in self.kept if not asked & _content_words(text)]
+
+
+def _outcomes(root: Path, persist: Path, host: str | None) -> list[Outcome]:
     settings: dict[str, Any] = {"ollama_host": host} if host else {"offline": True}
     index = ArelaIndex.build(root, persist_dir=str(persist), **settings)
     engine = index.as_query_engine()
@@ -294,8 +308,15 @@ def _routes_and_answers(root: Path, persist: Path, host: str | None) -> list[tup
     for question in QUESTIONS:
         response = engine.query(question)
         trace = response.metadata["arela"]
-        out.append((question, trace.intents, trace.memory_names, trace.stage, str(response)))
+        kept = [n.node.get_content() for n in response.source_nodes]
+        route = (trace.intents, trace.memory_names, trace.stage)
+        prose = re.sub(r"\s*\[[^\]\n]+:\d+-\d+\]|\s*\[commit \w+\]", "", str(response))
+        out.append(Outcome(question, route, kept, prose))
     return out
+
+
+def _content_words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z_]{4,}", text.lower()))
 
 
 @pytest.fixture(scope="module")
@@ -329,39 +350,39 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 def test_injected_text_changes_no_route_and_no_answer_offline(
     clean: GitRepo, injected: GitRepo, tmp_path: Path
 ) -> None:
-    before = _routes_and_answers(clean.root, tmp_path / "clean", None)
-    after = _routes_and_answers(injected.root, tmp_path / "injected", None)
-    for (question, *route, _), (_, *route_after, answer) in zip(before, after, strict=True):
-        assert route == route_after, question
+    before = _outcomes(clean.root, tmp_path / "clean", None)
+    after = _outcomes(injected.root, tmp_path / "injected", None)
+    for clean_one, injected_one in zip(before, after, strict=True):
+        assert clean_one.route == injected_one.route, clean_one.question
         # Quoted as data: indented excerpts under a citation, never the answer's own lines.
-        assert "HACKED" not in answer.splitlines()[0] and "HACKED" not in answer.splitlines()[1]
-        for line in answer.splitlines():
+        lines = injected_one.answer.splitlines()
+        assert "HACKED" not in lines[0] and "HACKED" not in lines[1]
+        for line in lines:
             if OVERRIDE in line or "HACKED" in line:
                 assert line.startswith("    ") or re.match(r"\d+\. \[", line), line
 
 
-def test_injected_text_is_only_ever_shown_to_the_model_as_fenced_data(
+def test_injected_text_changes_no_route_no_grade_and_no_answer_with_a_model(
     clean: GitRepo, injected: GitRepo, tmp_path: Path
 ) -> None:
+    """With a model that obeys whatever instruction it can read, the injected repository gets
+    the clean one's routes and answers, and keeps only sources its question's words justify
+    (retrieval itself may differ: the injected files hold other words): the injection reached
+    the model only as fenced data."""
     model = GullibleModel()
     forget_probes()
     with FakeOllama(chat_handler=model) as fake:
-        before = _routes_and_answers(clean.root, tmp_path / "clean", fake.url)
-        assert model.fenced_injections == 0
-        after = _routes_and_answers(injected.root, tmp_path / "injected", fake.url)
+        before = _outcomes(clean.root, tmp_path / "clean", fake.url)
+        after = _outcomes(injected.root, tmp_path / "injected", fake.url)
         prompts = [str(r.json["messages"][-1]["content"]) for r in fake.requests_to("/api/chat")]
     forget_probes()
-    assert model.obeyed == 0
-    assert model.fenced_injections > 0  # the injection was retrieved and shown, fenced
-    assert sum(OVERRIDE in p for p in prompts) == model.fenced_injections
-    for (question, *route, answer), (_, *route_after, answer_after) in zip(
-        before, after, strict=True
-    ):
-        assert route == route_after, question
-        assert "HACKED" not in answer_after
-        assert answer.startswith("Answer from the quoted context") == answer_after.startswith(
-            "Answer from the quoted context"
-        )
+    # The test means something only if the injection was retrieved and put before the model.
+    assert any(OVERRIDE in p for p in prompts)
+    for clean_one, injected_one in zip(before, after, strict=True):
+        assert clean_one.route == injected_one.route, clean_one.question
+        assert clean_one.answer == injected_one.answer, clean_one.question
+        assert "HACKED" not in injected_one.answer
+        assert clean_one.off_topic() == injected_one.off_topic() == [], clean_one.question
 
 
 # -- hostile file names and special files ------------------------------------------------------

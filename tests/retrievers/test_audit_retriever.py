@@ -177,7 +177,7 @@ def test_words_rank_the_commits_of_a_named_file(
 def test_everything_in_a_date_range(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
     results = retriever.retrieve("what changed between 2024-01-05 and 2024-02-05?")
     assert commits(results) == [history["retry"], history["cli"], history["pathlib"]]
-    assert "2024-01-05 to 2024-02-05" in results[0].node.metadata["trace"]
+    assert "2024-01-05 to 2024-02-05" in results[0].node.metadata["plan"]
 
 
 def test_a_tag_range_and_since_a_tag(retriever: AuditLogRetriever, history: dict[str, str]) -> None:
@@ -196,7 +196,7 @@ def test_relative_phrases_use_the_newest_commit_not_the_clock(
     assert commits(results) == [
         history["exit"]
     ]  # 2024-03-06..12; the ADR commit of the 5th is older
-    assert "relative to the newest commit, 2024-03-12" in results[0].node.metadata["trace"]
+    assert "relative to the newest commit, 2024-03-12" in results[0].node.metadata["plan"]
     assert commits(retriever.retrieve("show me the last 2 commits")) == [
         history["exit"],
         history["adr"],

@@ -624,6 +624,8 @@ def _garbage(path: Path) -> None:
         ("code/bm25/vocab.index.json", _truncate, "bm25"),
         ("code/bm25/data.csc.index.npy", _garbage, "bm25"),
         ("code/bm25/params.index.json", Path.unlink, "bm25"),
+        ("code/bm25_files/corpus.jsonl", _drop_last_line, "bm25_files"),
+        ("code/bm25_files/indptr.csc.index.npy", _garbage, "bm25_files"),
         ("graph/graph.json", _truncate, "graph.json"),
         ("audit/audit.sqlite", _garbage, "audit.sqlite"),
     ],
@@ -638,7 +640,8 @@ def test_a_damaged_or_stale_index_file_is_one_line_naming_it(
     persist, folder = _copy_index(hybrid, tmp_path)
     damage(folder / damaged)
     with pytest.raises(IndexProblem) as problem:
-        ArelaIndex.load(persist, offline=True).code_retriever(top_k=3).retrieve("parse config")
+        # Each memory is read when first used: the routed retriever uses all three.
+        ArelaIndex.load(persist, offline=True).as_retriever(top_k=3).retrieve("parse config")
     message = str(problem.value)
     assert "\n" not in message
     assert named in message and "arela index" in message

@@ -229,15 +229,15 @@ def test_each_retrieval_hands_out_fresh_nodes(shop: GraphStore) -> None:
         ("what imports the `store` package?", "store", {"cmd"}),
         (
             "which classes implement `Saveable`?",
-            "src.main.java.com.shop.Saveable.Saveable",
-            {"src.main.java.com.shop.Model.Model", "src.main.java.com.shop.Item.Item"},
+            "com.shop.Saveable",
+            {"com.shop.Model", "com.shop.Item"},
         ),
         (
             "who calls `Log.info`?",
-            "src.main.java.com.shop.util.Log.Log.info",
+            "com.shop.util.Log.info",
             {
-                "src.main.java.com.shop.Store.Store.persist",
-                "src.main.java.com.shop.Item.Item.validate",
+                "com.shop.Store.persist",
+                "com.shop.Item.validate",
             },
         ),
         (

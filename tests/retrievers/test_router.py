@@ -14,7 +14,7 @@ from llama_index.core.base.base_selector import BaseSelector, MultiSelection, Si
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine, RouterQueryEngine
 from llama_index.core.retrievers import BaseRetriever, RouterRetriever
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.tools import QueryEngineTool, RetrieverTool, ToolMetadata
 from support.fake_ollama import FakeOllama
 from support.routing_repos import KeywordRetriever, build_taskq, memories_for, vocabulary_for
@@ -25,7 +25,8 @@ from arela_index.indexing.build import parse_and_chunk
 from arela_index.indexing.scanner import scan_repository
 from arela_index.llm.ollama import make_llm
 from arela_index.nodes import fresh, make_node
-from arela_index.query.trace import TRACE_KEY, Trace
+from arela_index.query.steps import arun, run
+from arela_index.query.trace import TRACE_KEY
 from arela_index.retrievers.code import CodeMemoryRetriever
 from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.retrievers.router import DESCRIPTIONS, ArelaRouterRetriever, build_router
@@ -34,6 +35,7 @@ from arela_index.selectors.tools import memory_of
 from arela_index.stores.code import CodeStore
 from arela_index.stores.graph import GraphStore
 from arela_index.text.entities import Vocabulary
+from arela_index.text.question import Question
 
 
 @pytest.fixture(scope="module")
@@ -137,28 +139,23 @@ def test_async_gives_the_same_nodes_as_sync(taskq: Any) -> None:
         "When was the Redis backend added?",
     ):
         sync = [(n.node.node_id, n.score) for n in router.retrieve(question)]
-        nodes, trace = asyncio.run(router.aretrieve_with_trace(question))
+        nodes = asyncio.run(router.aretrieve(question))
         assert [(n.node.node_id, n.score) for n in nodes] == sync and sync
-        assert Trace.of(nodes) is trace
 
 
-def test_the_trace_travels_hidden_with_the_nodes(taskq: Any) -> None:
+def test_the_trace_comes_back_beside_the_nodes_not_inside_them(taskq: Any) -> None:
     nodes, trace = router_for(taskq).retrieve_with_trace(
         "Who calls load_config, and when was it last changed?"
     )
     assert memories_of(nodes) == {"graph", "audit"}
+    assert {"retrieve:graph", "retrieve:audit"} <= set(trace.timings_ms)
     for n in nodes:
-        assert n.node.metadata[TRACE_KEY] is trace
-        assert (
-            TRACE_KEY in n.node.excluded_llm_metadata_keys
-            and TRACE_KEY in n.node.excluded_embed_metadata_keys
-        )
-        assert "Trace" not in n.node.get_content(MetadataMode.LLM)
-    # Copies share the trace, so a later step is seen by every holder of the answer.
-    copied = fresh(nodes[0].node, 0.3)
-    copy.deepcopy(nodes[1]).node.metadata[TRACE_KEY].add_step("grade", kept=1, dropped=2)
-    assert copied.node.metadata[TRACE_KEY].steps[-1] == {"kind": "grade", "kept": 1, "dropped": 2}
-    json.loads(nodes[0].node.model_dump_json())  # a node with its trace still serialises
+        assert TRACE_KEY not in n.node.metadata
+    # A copy of a trace is the same trace: a later step is seen by every holder of the answer.
+    copied = copy.deepcopy(trace)
+    copied.add_step("grade", kept=1, dropped=2)
+    assert trace.steps[-1] == {"kind": "grade", "kept": 1, "dropped": 2}
+    json.loads(nodes[0].node.model_dump_json())
 
 
 def test_the_trace_reads_well_as_text_html_and_json(taskq: Any) -> None:
@@ -213,11 +210,14 @@ def test_a_failing_memory_does_not_sink_the_others(taskq: Any) -> None:
 def test_retries_can_ask_named_memories(taskq: Any) -> None:
     router = router_for(taskq)
     _, trace = router.retrieve_with_trace("who calls resolve_envvar?")
-    nodes = router.retrieve_from(["code"], "resolve_envvar", trace)
-    assert memories_of(nodes) == {"code"} and Trace.of(nodes) is trace
-    assert asyncio.run(router.aretrieve_from(["audit", "code"], "load_config", trace))
+    nodes = run(router.fetch_steps(["code"], Question.of("resolve_envvar"), trace))
+    assert memories_of(nodes) == {"code"} and "retrieve:code" in trace.timings_ms
+    both = asyncio.run(
+        arun(router.fetch_steps(["audit", "code"], Question.of("load_config"), trace))
+    )
+    assert memories_of(both) == {"audit", "code"}
     with pytest.raises(ArelaError, match="no memory or tool called 'vectors'"):
-        router.retrieve_from(["vectors"], "x")
+        run(router.fetch_steps(["vectors"], Question.of("x"), trace))
 
 
 def test_bad_router_settings_are_user_errors(taskq: Any) -> None:
@@ -286,7 +286,6 @@ def test_the_router_itself_serves_a_stock_query_engine(taskq: Any) -> None:
     engine = RetrieverQueryEngine.from_args(router_for(taskq), llm=MockLLM())
     response = engine.query("What does parse_config return?")
     assert memories_of(response.source_nodes) == {"code", "graph"}
-    assert Trace.of(response.source_nodes) is not None
 
 
 def test_any_selector_drives_the_router(taskq: Any) -> None:

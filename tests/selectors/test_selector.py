@@ -20,10 +20,11 @@ from arela_index.errors import ArelaError
 from arela_index.llm.ollama import make_embedding, make_llm
 from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 from arela_index.text.entities import Vocabulary
+from arela_index.text.question import MAX_CHARS
 
-QUESTIONS = yaml.safe_load((Path(__file__).parents[1] / "support" / "routing_questions.yaml").read_text())[
-    "questions"
-]
+QUESTIONS = yaml.safe_load(
+    (Path(__file__).parents[1] / "support" / "routing_questions.yaml").read_text()
+)["questions"]
 MEMORY_TOOLS = ["code", "graph", "audit"]
 # A question no rule or example settles: it reaches the model when there is one.
 UNSURE = "anything about cron?"
@@ -225,7 +226,8 @@ def test_a_closed_port_falls_back_in_async_too(vocabularies: dict[str, Vocabular
     selector = ArelaSelector(
         vocabularies["taskq"], llm=llm
     )  # the server is gone: connection refused
-    route = asyncio.run(selector.aroute(UNSURE))
+    route = asyncio.run(selector.aselect(MEMORY_TOOLS, UNSURE)).route
+    assert route is not None
     assert route.stage == "prototypes" and route.memories
     assert any("no Ollama answers" in note for note in route.notes)
 
@@ -300,7 +302,7 @@ def test_hostile_questions_get_a_route_not_a_traceback(
 ) -> None:
     selector = ArelaSelector(vocabularies["taskq"])
     route = selector.route(question)
-    assert route.intents and len(route.question) <= 2000
+    assert route.intents and len(route.question) <= MAX_CHARS
     assert selector.select(MEMORY_TOOLS, question).inds == [i for i, _ in route.picks]
 
 

@@ -361,9 +361,9 @@ def test_an_unreadable_record_is_skipped_counted_and_reported(
     git_repo.commit({"o.py": "def h():\n    pass\n"}, "three")
     parse = history._parse
 
-    def damaged(record: bytes, boundaries: frozenset[str]) -> Commit:
+    def damaged(record: bytes, *how: Any) -> Commit:
         # Commit "two" as git never writes one: raw bytes where its id belongs.
-        return parse(b"{o\xff\x1b[2J\x00" + record if b"\0two\0" in record else record, boundaries)
+        return parse(b"{o\xff\x1b[2J\x00" + record if b"\0two\0" in record else record, *how)
 
     monkeypatch.setattr(history, "_parse", damaged)  # the history's forked process inherits it
     commits = _index_history(git_repo.root, tmp_path / "idx", capsys)

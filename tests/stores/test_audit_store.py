@@ -13,7 +13,8 @@ from arela_index.errors import IndexProblem
 from arela_index.indexing.changes import Changes
 from arela_index.indexing.scanner import scan_repository
 from arela_index.stores import history
-from arela_index.stores.audit import DB_FILE, AuditStore, CommitFilter, search_terms
+from arela_index.stores.audit import DB_FILE, AuditStore, CommitFilter
+from arela_index.text.tokens import search_terms
 
 ADR = "# Use SQLite\n\nDate: 2024-01-03\n\n## Status\n\nAccepted\n"
 
@@ -249,9 +250,13 @@ def test_user_text_never_reaches_fts_syntax(repo: GitRepo, tmp_path: Path, hosti
     store = build(repo.root, tmp_path / "audit")
     found = store.match_commits(search_terms(hostile), CommitFilter(), 10)
     assert all(score > 0 for _, score in found)
-    assert store.match_decisions(search_terms(hostile), None, None, [], 10) is not None
-    if "main" in hostile:
-        assert found, "the word itself is still searched for"
+    # Its words are searched for as words: "main" finds the two commits that changed main(),
+    # and syntax matches nothing (neither an error nor every commit).
+    subjects = {c.subject for c in store.commits(i for i, _ in found).values()}
+    assert subjects == ({"Start the app", "Exit with 1"} if "main" in hostile else set())
+    assert store.match_decisions(search_terms(hostile), None, None, [], 10) == []
+    [(_, score, _)] = store.match_decisions(search_terms(f"{hostile} sqlite"), None, None, [], 10)
+    assert score > 0, "the decision record's word is found next to the hostile text"
 
 
 def test_searched_words_split_identifiers(repo: GitRepo, tmp_path: Path) -> None:
@@ -270,4 +275,10 @@ def test_a_damaged_repository_gives_a_partial_history(repo: GitRepo, tmp_path: P
     blob = repo.git("rev-parse", "HEAD~2:app.py").strip()  # app.py as the first commit wrote it
     (repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     stats = build(repo.root, tmp_path / "audit").stats()
-    assert stats["partial"] and "git log failed" in stats["note"]
+    # Every commit is kept, those git could not diff without their changes; it says so.
+    assert (
+        stats["partial"]
+        and "git log -p stopped" in stats["note"]
+        and "unable to read" in stats["note"]
+    )
+    assert stats["commits"] == 3

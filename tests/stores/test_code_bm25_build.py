@@ -1,5 +1,6 @@
 """The code memory's BM25 as a build makes it (terms from the parse workers, ids handed to bm25s)
-is the index the stock `BM25Retriever` makes from the chunks' `sparse_text`, score for score."""
+is the index the stock `BM25Retriever` makes from the chunks' text (path, symbol, identifiers also
+split), score for score; its file index counts each file's chunks."""
 
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ import bm25s
 import numpy as np
 import pytest
 import Stemmer
-from llama_index.core.schema import TextNode
-from llama_index.retrievers.bm25 import BM25Retriever
 from support.gitrepo import GitRepo
+from support.stock_bm25 import sparse_text, stock_bm25
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import current_build
-from arela_index.stores.code import sparse_text, sparse_tokens
+from arela_index.stores.code_search import chunk_terms
 from arela_index.text.tokens import expand_identifiers
 
 WORDS = [
@@ -79,14 +79,9 @@ def index(repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex
     return ArelaIndex.load(persist, offline=True)
 
 
-def _stock(index: ArelaIndex) -> BM25Retriever:
-    shadows = [TextNode(id_=c.node_id, text=sparse_text(c)) for c in index.code.chunks]
-    return BM25Retriever(nodes=shadows, similarity_top_k=len(shadows))  # type: ignore[arg-type]
-
-
-def _matrix(retriever: BM25Retriever) -> dict[tuple[str, int], float]:
+def _matrix(bm25: bm25s.BM25) -> dict[tuple[str, int], float]:
     """(term, document) -> score, whatever numbers the vocabulary gave the terms."""
-    scores, vocab = retriever.bm25.scores, retriever.bm25.vocab_dict
+    scores, vocab = bm25.scores, bm25.vocab_dict
     term_of = {i: t for t, i in vocab.items()}
     pointers = scores["indptr"]
     return {
@@ -98,26 +93,23 @@ def _matrix(retriever: BM25Retriever) -> dict[tuple[str, int], float]:
 
 def test_the_built_index_is_the_stock_retrievers_term_for_term(index: ArelaIndex) -> None:
     assert len({c.metadata["file_path"] for c in index.code.chunks}) == 72
-    stock, built = _stock(index), index.code.bm25
-    assert set(built.bm25.vocab_dict) == set(stock.bm25.vocab_dict)
+    assert index.code.sparse is not None
+    stock, built = stock_bm25(index.code.chunks).bm25, index.code.sparse.chunks
+    assert set(built.vocab_dict) == set(stock.vocab_dict)
     assert _matrix(built) == _matrix(stock)  # exactly: same terms, same counts, same lengths
 
 
-def test_questions_score_and_rank_as_on_the_stock_retriever(index: ArelaIndex) -> None:
-    stock, built = _stock(index), index.code.bm25
-    built.similarity_top_k = stock.similarity_top_k  # every chunk, as the stock one here
+def test_questions_score_as_on_the_stock_retriever(index: ArelaIndex) -> None:
+    stock = stock_bm25(index.code.chunks)
     for question in ("parse config", "HTTPServer_v2 getQueueToken", "Ärger über", "retryCount"):
-        expected = {h.node.node_id: h.score for h in stock.retrieve(question) if h.score}
-        got = {h.node.node_id: h.score for h in built.retrieve(question) if h.score}
-        assert got == expected and got
-        # The memory's own queries split identifiers first, as its documents were.
+        # The memory's queries split identifiers, as its documents were.
         wanted = {h.node.node_id: h.score for h in stock.retrieve(expand_identifiers(question))}
         scores = index.code.search.chunk_scores(question)
         found = {index.code.chunks[i].node_id: scores[i] for i in np.flatnonzero(scores)}
-        assert found == pytest.approx({k: v for k, v in wanted.items() if v}, rel=1e-6)
+        assert found == pytest.approx({k: v for k, v in wanted.items() if v}, rel=1e-6) and found
 
 
-def test_sparse_tokens_are_what_the_retriever_would_index(index: ArelaIndex) -> None:
+def test_chunk_terms_are_what_the_retriever_would_index(index: ArelaIndex) -> None:
     texts = [sparse_text(c) for c in index.code.chunks]
     # BM25Retriever's own call, with its defaults: English stopwords and stemmer, its pattern.
     expected = bm25s.tokenize(
@@ -128,18 +120,31 @@ def test_sparse_tokens_are_what_the_retriever_would_index(index: ArelaIndex) -> 
         show_progress=False,
     )
     for chunk, terms in zip(index.code.chunks, expected, strict=True):
-        assert Counter(sparse_tokens(chunk)) == Counter(terms)
+        assert Counter(chunk_terms(chunk)) == Counter(terms)
 
 
-def test_the_corpus_on_disk_names_chunks_without_their_text_again(index: ArelaIndex) -> None:
+def test_a_file_scores_by_how_many_of_its_chunks_hold_a_word(index: ArelaIndex) -> None:
+    sparse = index.code.sparse
+    assert sparse is not None
+    chunks_of: dict[str, int] = Counter()
+    for chunk in index.code.chunks:
+        if "retri" in chunk_terms(chunk):  # "retry", "retries": one stem
+            chunks_of[chunk.metadata["file_path"]] += 1
+    scores = sparse.file_scores(sparse.term_ids(["retri"]))
+    found = {sparse.paths[i] for i in np.flatnonzero(scores)}
+    assert found == set(chunks_of) and len(found) > 1
+    assert sparse.document_frequency("retri") == sum(chunks_of.values())
+
+
+def test_the_index_on_disk_names_chunks_and_files_without_their_text(index: ArelaIndex) -> None:
     folder = current_build(index.persist_dir)
     assert folder is not None
     corpus = (folder / "code" / "bm25" / "corpus.jsonl").read_text(encoding="utf-8")
     assert corpus.count("\n") == len(index.code.chunks)
+    files = (folder / "code" / "bm25_files" / "corpus.jsonl").read_text(encoding="utf-8")
+    assert files.count("\n") == 72 and "pkg/mod_00.py" in files
     assert "HTTPServer_v2" in (folder / "code" / "chunks.jsonl").read_text(encoding="utf-8")
-    assert "HTTPServer_v2" not in corpus and "http2Server" not in corpus
-    hits = index.code.bm25.retrieve("HTTPServer_v2")
-    assert hits and all(h.node.node_id in index.code.by_id for h in hits)
+    assert "HTTPServer_v2" not in corpus + files and "http2Server" not in corpus + files
 
 
 def test_two_builds_write_the_same_sparse_index(repo: GitRepo, tmp_path: Path) -> None:
@@ -148,6 +153,10 @@ def test_two_builds_write_the_same_sparse_index(repo: GitRepo, tmp_path: Path) -
         ArelaIndex.build(repo.root, persist_dir=str(persist), offline=True, show_progress=False)
         folder = current_build(persist)
         assert folder is not None
-        return {p.name: p.read_bytes() for p in (folder / "code" / "bm25").iterdir()}
+        return {
+            f"{p.parent.name}/{p.name}": p.read_bytes()
+            for index in ("bm25", "bm25_files")
+            for p in (folder / "code" / index).iterdir()
+        }
 
     assert built("one") == built("two")

@@ -11,6 +11,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.vector_stores import SimpleVectorStore
 from support.gitrepo import GitRepo
+from support.stock_bm25 import stock_bm25
 
 from arela_index.index import ArelaIndex
 from arela_index.llm.static_embedding import default_static_embedding
@@ -173,9 +174,7 @@ def _files(hits: list[NodeWithScore]) -> list[str]:
 
 def _chunk_bm25(index: ArelaIndex, question: str) -> list[NodeWithScore]:
     """The plain chunk BM25 this memory is built on (llama_index's retriever), as chunks."""
-    stock = index.code.bm25
-    stock.similarity_top_k = len(index.code.chunks)
-    hits = stock.retrieve(expand_identifiers(question))
+    hits = stock_bm25(index.code.chunks).retrieve(expand_identifiers(question))
     return [NodeWithScore(node=index.code.by_id[h.node.node_id], score=h.score) for h in hits]
 
 

@@ -1,0 +1,73 @@
+"""Which memories of a build are partial, why, and what would make them whole.
+
+A memory whose building failed is saved empty rather than sinking the build; one that read only
+part of its input (a history git could not read to the end, files whose parser crashed) is
+saved as far as it got. Each says so in its stats (`failed`, `partial`, `note`, `parser_crashes`);
+the build summary, `arela ask` and `arela doctor` say it to the user from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FAILED = "failed"
+PARSER_CRASHES = "parser_crashes"
+
+
+@dataclass(frozen=True)
+class Partial:
+    """One memory that is not whole: why, and what to do.
+
+    >>> Partial("audit", "git log failed after 0 commits", "repair the clone").line()
+    'audit memory is partial: git log failed after 0 commits → repair the clone'
+    """
+
+    memory: str
+    reason: str
+    todo: str
+
+    def line(self) -> str:
+        return f"{self.memory} memory is partial: {self.reason} → {self.todo}"
+
+
+def partial_memories(memories: Mapping[str, Mapping[str, Any]], root: str) -> list[Partial]:
+    """The memories of a build (its manifest's `memories`) that are not whole."""
+    rebuild = f"rebuild with `arela index {root}`"
+    found: list[Partial] = []
+    for name, stats in memories.items():
+        if stats.get(FAILED):
+            found.append(
+                Partial(
+                    name,
+                    f"building it failed ({stats[FAILED]}); it is empty",
+                    f"{rebuild}; if it fails again, ARELA_DEBUG=1 shows where",
+                )
+            )
+        elif name == "audit" and stats.get("partial") and not stats.get("limit"):
+            found.append(_history(stats, root))
+        elif stats.get(PARSER_CRASHES):
+            crashed = stats[PARSER_CRASHES]
+            found.append(
+                Partial(
+                    name,
+                    f"the parser failed on {crashed} file{'s' * (crashed != 1)}"
+                    f" ({stats.get('crash_example', '?')}), which have no symbols",
+                    f"{rebuild}; if it fails again, ARELA_DEBUG=1 shows where",
+                )
+            )
+    return found
+
+
+def _history(stats: Mapping[str, Any], root: str) -> Partial:
+    note = str(stats.get("note") or "the history was read only in part")
+    if stats.get("shallow"):
+        todo = f"`git -C {root} fetch --unshallow`, then `arela index {root} --refresh`"
+    else:
+        todo = (
+            f"repair the repository (`git -C {root} fsck`; a partial or blobless clone needs its "
+            f"missing objects: `git -C {root} fetch --refetch`, or clone it in full), "
+            f"then `arela index {root}`"
+        )
+    return Partial("audit", f"{stats.get('commits', 0)} commits read; {note}", todo)

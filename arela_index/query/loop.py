@@ -1,0 +1,356 @@
+"""The query loop: route → retrieve → grade → retry → answer, the one place a question goes through.
+
+Written once as steps (`query/steps.py`): `run` drives it for sync callers, `arun` for async ones.
+When too little of what came back is relevant, the retry strategies, in order, propose the next
+attempt; the first one not tried yet is made. At most `max_retries` times, never the same query
+in the same memory twice, stopping when the same nodes come back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from llama_index.core.schema import NodeWithScore
+
+from arela_index.nodes import fresh
+from arela_index.query.grading import Group, RelevanceGrader, missing_names
+from arela_index.query.rewrite import Rewriter, closest_names
+from arela_index.query.steps import Steps
+from arela_index.query.trace import Trace
+from arela_index.selectors.intents import SUBSTITUTE
+from arela_index.text.entities import Vocabulary
+from arela_index.text.question import Question
+
+if TYPE_CHECKING:
+    from llama_index.core.base.response.schema import Response
+
+    from arela_index.query.engines import CitedSynthesizer
+    from arela_index.retrievers.router import ArelaRouterRetriever
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One retrieval: a query in some memories, and why it was tried. A `query` of None stands
+    for the question rewritten (`Rewriter`), made only if the attempt is the one chosen."""
+
+    query: str | None
+    memories: tuple[str, ...]
+    why: str = field(default="", compare=False)
+    split: tuple[str, ...] = ()  # names searched and graded one at a time
+
+
+@dataclass
+class Situation:
+    """What the strategies decide the next attempt from: the question, what was tried, and
+    everything retrieved so far."""
+
+    question: Question
+    trace: Trace
+    tried: Sequence[Attempt]
+    pool: Sequence[NodeWithScore]
+    available: Sequence[str]  # the memories the router can read
+    vocabulary: Vocabulary | None  # the names the memories know, for the closest known name
+
+    @cached_property
+    def used(self) -> list[str]:
+        return list(dict.fromkeys(m for attempt in self.tried for m in attempt.memories))
+
+    @cached_property
+    def first(self) -> list[str]:
+        """The memories the route chose (the ones tried, if it chose none the loop can read)."""
+        return [m for m in self.trace.memory_names if m in self.available] or self.used
+
+    @cached_property
+    def others(self) -> list[str]:
+        """Untried memories that stand in for the first ones (else the code memory)."""
+        substitutes = dict.fromkeys(s for memory in self.first for s in SUBSTITUTE.get(memory, ()))
+        others = [m for m in substitutes if m in self.available and m not in self.used]
+        if not others:
+            others = [m for m in ("code", *self.available) if m in self.available][:1]
+            others = [m for m in others if m not in self.used]
+        return others
+
+    @cached_property
+    def searched(self) -> str:
+        return ", ".join(self.used) or "the first memory"
+
+    @cached_property
+    def missing(self) -> list[str]:
+        """Names the question asks about that nothing retrieved mentions."""
+        return missing_names(self.question, self.pool)
+
+    @cached_property
+    def corrected(self) -> list[str]:
+        """The closest known names for the missing ones."""
+        if self.vocabulary is None:
+            return []
+        return [c for name in self.missing for c in closest_names(name, self.vocabulary)[:1]]
+
+    @property
+    def rewrite_first(self) -> bool:
+        """A vague question that found something is rewritten before it moves memory."""
+        return bool(self.pool) and self.question.vague
+
+
+# A retry strategy: the attempts it proposes in this situation, best first (none if it does not fit).
+Strategy = Callable[[Situation], list[Attempt]]
+
+
+def one_search_per_name(s: Situation) -> list[Attempt]:
+    """Names asked together: one may have drowned the other."""
+    named = s.question.named
+    if len(named) <= 1 or s.trace.compared:
+        return []
+    why = f"{_listed(named)} asked together: one search per name"
+    return [Attempt(s.question.text, (m,), why, split=tuple(named)) for m in s.first]
+
+
+def closest_known_name(s: Situation) -> list[Attempt]:
+    """A name nothing mentions, spelt like a known one: ask for that one."""
+    if not (s.missing and s.corrected):
+        return []
+    why = (
+        f"nothing found mentions {_listed(s.missing)}: asking for the closest known "
+        f"{_listed(s.corrected)} instead"
+    )
+    return [Attempt(None, (m,), why) for m in s.first]
+
+
+def names_elsewhere(s: Situation) -> list[Attempt]:
+    """A name nothing mentions: look for it in the other memories."""
+    return [
+        Attempt(
+            s.question.text,
+            (m,),
+            f"nothing in {s.searched} mentions {_listed(s.missing)}: looking in {m}",
+        )
+        for m in s.others
+        if s.missing
+    ]
+
+
+def another_memory(s: Situation) -> list[Attempt]:
+    """Nothing (relevant) came back: the memories that stand in for the first ones."""
+    if s.missing or s.rewrite_first:
+        return []
+    return _moves(s)
+
+
+def rewritten_query(s: Situation) -> list[Attempt]:
+    """The question rewritten to its names and key terms, in every memory."""
+    if s.missing:
+        return []
+    why = "too little was relevant: the question rewritten to its names and key terms"
+    return [Attempt(None, (m,), why) for m in [*s.first, *s.others]]
+
+
+def another_memory_after_rewriting(s: Situation) -> list[Attempt]:
+    """A vague question moves memory only once rewriting it did not help."""
+    if s.missing or not s.rewrite_first:
+        return []
+    return _moves(s)
+
+
+def _moves(s: Situation) -> list[Attempt]:
+    return [
+        Attempt(
+            s.question.text,
+            (m,),
+            f"{s.searched} found nothing: trying {m}"
+            if not s.pool
+            else f"too little from {s.searched} was relevant: trying {m}",
+        )
+        for m in s.others
+    ]
+
+
+RETRIES: tuple[Strategy, ...] = (
+    one_search_per_name,
+    closest_known_name,
+    names_elsewhere,
+    another_memory,
+    rewritten_query,
+    another_memory_after_rewriting,
+)
+
+
+class QueryLoop:
+    """Route, retrieve, grade, retry and answer one question; the trace comes back with the nodes.
+
+    >>> loop = QueryLoop(router, RelevanceGrader(), Rewriter(vocabulary=index.vocabulary))  # doctest: +SKIP
+    >>> nodes, trace = run(loop.steps(Question.read("who calls load_config?")))            # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        router: ArelaRouterRetriever,
+        grader: RelevanceGrader,
+        rewriter: Rewriter | None = None,
+        strategies: Sequence[Strategy] = RETRIES,
+        max_retries: int = 2,
+        min_relevant: int = 1,
+    ) -> None:
+        self.router, self.grader = router, grader
+        self.rewriter = rewriter or Rewriter()
+        self.strategies = tuple(strategies)
+        self.max_retries, self.min_relevant = max_retries, min_relevant
+
+    def steps(self, question: Question) -> Steps[tuple[list[NodeWithScore], Trace]]:
+        """The relevant nodes (fresh copies scored by grade) and the trace."""
+        started = time.perf_counter()
+        nodes, trace = yield from self.router.route_steps(question)
+        kept = yield from self.grade_steps(question, nodes, trace)
+        total(trace, started)
+        return kept, trace
+
+    def answer_steps(self, question: Question, synthesizer: CitedSynthesizer) -> Steps[Response]:
+        """`steps`, then the answer a `CitedSynthesizer` writes from what was kept."""
+        started = time.perf_counter()
+        nodes, trace = yield from self.steps(question)
+        response = yield from synthesizer.respond_steps(question.text, nodes, trace)
+        total(trace, started)
+        return response
+
+    def grade_steps(
+        self, question: Question, nodes: Sequence[NodeWithScore], trace: Trace
+    ) -> Steps[list[NodeWithScore]]:
+        """Grade the first pass; while too little is relevant, retry; abstain when nothing is."""
+        if trace.out_of_scope:
+            if not any(step.get("kind") == "abstain" for step in trace.steps):
+                trace.add_step("abstain", why="the question is not about this repository")
+            return []
+        intents = trace.intent_names
+        tried = [Attempt(question.text, tuple(trace.memory_names))]
+        seen = [frozenset(_ids(nodes))]
+        pool = list(nodes)
+        kept = yield from self.grader.judge_steps([(question, nodes)], question, intents, trace)
+        retries = kept_at = 0
+        while len(kept) < self.min_relevant and retries < self.max_retries:
+            plan = yield from self._plan_steps(
+                Situation(
+                    question, trace, tried, pool, self.router.memory_names, self.rewriter.vocabulary
+                )
+            )
+            if plan is None:
+                break
+            retries += 1
+            tried.append(plan)
+            trace.add_step(
+                "retry",
+                attempt=retries,
+                query=plan.query,
+                memories=list(plan.memories),
+                why=plan.why,
+            )
+            groups = yield from self._fetch_steps(plan, question, trace)
+            found = [node for _, group in groups for node in group]
+            if found and frozenset(_ids(found)) in seen:
+                trace.add_step("stop", why="the retry brought back the same results")
+                break
+            seen.append(frozenset(_ids(found)))
+            pool.extend(found)
+            kept = yield from self.grader.judge_steps(groups, question, intents, trace, retries)
+            kept_at = retries
+        if not kept:
+            trace.add_step("abstain", why=_why_nothing(question, tried, pool))
+        return [
+            fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
+        ]
+
+    def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
+        """The first attempt a strategy proposes that was not tried yet."""
+        question = situation.question
+        if not question.terms and not question.names:
+            return None  # nothing to look for elsewhere: "who calls it?" with no `it`
+        rewritten: str | None = None  # asked for once, and only when an attempt needs it
+        for strategy in self.strategies:
+            for attempt in strategy(situation):
+                if attempt.query is None:
+                    if rewritten is None:
+                        rewritten = yield from self.rewriter.rewrite_steps(
+                            question, situation.trace
+                        )
+                    attempt = Attempt(rewritten, attempt.memories, attempt.why, attempt.split)
+                if attempt.query and attempt not in situation.tried:
+                    return attempt
+        return None
+
+    def _fetch_steps(self, plan: Attempt, question: Question, trace: Trace) -> Steps[list[Group]]:
+        """What the attempt retrieved, with the query each part is graded against."""
+        assert plan.query is not None
+        memories = list(plan.memories)
+        if plan.split:  # each name searched and graded on its own: fusion would rank one lower
+            groups: list[Group] = []
+            for name in plan.split:
+                sub = Question.of(_about(plan.query, name, plan.split))
+                found = yield from self.router.fetch_steps(memories, sub, trace)
+                groups.append((sub, found))
+            return groups
+        if plan.query == question.text:  # a comparison is still split per compared entity
+            found = yield from self.router.fetch_steps(memories, question, trace, trace.compared)
+            return [(question, found)]
+        rewritten = Question.of(plan.query)
+        found = yield from self.router.fetch_steps(memories, rewritten, trace)
+        return [(rewritten, found)]
+
+
+def distinct_spans(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes in their order, without a second source for lines an earlier one already cites
+    (a graph summary and the definition of one symbol, a chunk found by two memories)."""
+    seen: set[tuple[str, int, int]] = set()
+    out: list[NodeWithScore] = []
+    for node in nodes:
+        meta = node.node.metadata
+        path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
+        if path and start is not None and end is not None and not meta.get("commit"):
+            if (path, start, end) in seen:
+                continue
+            seen.add((path, start, end))
+        out.append(node)
+    return out
+
+
+def total(trace: Trace, started: float) -> None:
+    """The trace's `total` milliseconds since `started`: last, after every stage it sums."""
+    trace.timings_ms.pop("total", None)
+    trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+
+
+def _why_nothing(
+    question: Question, tried: Sequence[Attempt], pool: Sequence[NodeWithScore]
+) -> str:
+    searched = ", ".join(dict.fromkeys(m for attempt in tried for m in attempt.memories))
+    retries = len(tried) - 1
+    after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+    missing = missing_names(question, pool)
+    if missing:
+        return f"nothing in {searched or 'the repository'} mentions {_listed(missing)}{after}"
+    if not pool:
+        if not question.terms:
+            return f"the question names nothing to look for, and {searched} found nothing"
+        return f"nothing was found in {searched or 'any memory'}{after}"
+    return f"nothing relevant was found in {searched}{after}"
+
+
+def _ids(nodes: Sequence[NodeWithScore]) -> list[str]:
+    return [n.node.node_id for n in nodes]
+
+
+def _about(question: str, name: str, names: Sequence[str]) -> str:
+    """The question about one of the names it asks about together.
+
+    >>> _about("what do `a_b` and `c_d` return?", "c_d", ["a_b", "c_d"])
+    'what do `` and `c_d` return?'
+    """
+    for other in names:
+        if other != name:
+            question = question.replace(other, "")
+    return question
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
