@@ -52,6 +52,8 @@ def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
     replaced: set[str] = set()
     for name in (*mentions.names, *mentions.paths, *mentions.words):
         is_word = name in mentions.words
+        if is_word and vocabulary is not None and vocabulary.author_named(name):
+            continue  # a person ("Lord"), never a near-miss identifier (`load`): see kept_limits
         known = bool(
             vocabulary is None or vocabulary.symbols_named(name) or vocabulary.paths_named(name)
         )
@@ -89,6 +91,25 @@ def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
     return " ".join([*parts, *rest]).strip()
 
 
+def kept_limits(question: Question, rewritten: str, vocabulary: Vocabulary | None) -> str:
+    """`rewritten` with the question's time phrase and the authors it names put back: a retry
+    searches for other words, never for other years or other people.
+
+    >>> kept_limits(Question.read("who changed sessions.py in 2023?"), "sessions.py", None)
+    'sessions.py in 2023'
+    """
+    from arela_index.text.timephrases import resolve_time
+
+    kept = [rewritten]
+    window = resolve_time(question.text, None)
+    if window is not None and window.phrase.lower() not in rewritten.lower():
+        kept.append(window.phrase)
+    if vocabulary is not None:
+        authors = {vocabulary.author_named(w) for w in question.mentions.words}
+        kept.extend(sorted(a for a in authors if a and a.lower() not in rewritten.lower()))
+    return " ".join(kept)
+
+
 class _Rewrite(BaseModel):
     query: str
 
@@ -122,8 +143,8 @@ class Rewriter:
                     self.llm, _Rewrite, _REWRITE_PROMPT, question=question.text
                 )
                 if rewritten.query.strip():
-                    return str(rewritten.query.strip())
+                    return kept_limits(question, rewritten.query.strip(), self.vocabulary)
             except OllamaUnavailable as exc:
                 self._rest.failed(str(exc))
                 trace.add_step("fallback", stage="rewrite", why=str(exc))
-        return offline_rewrite(question, self.vocabulary)
+        return kept_limits(question, offline_rewrite(question, self.vocabulary), self.vocabulary)

@@ -136,6 +136,15 @@ class Vocabulary:
                 if len(part) > 2:
                     self._authors.setdefault(part.lower(), author)
 
+    def author_named(self, word: str) -> str | None:
+        """The commit author a word names (a whole name, or a part of one longer than two
+        letters), if any.
+
+        >>> Vocabulary(authors=["David Lord"]).author_named("lord")
+        'David Lord'
+        """
+        return self._authors.get(word.lower())
+
     @cached_property
     def names_by_initial(self) -> dict[str, dict[str, str]]:
         """Symbols' last parts by their first letter, lower-cased → as written (near misses)."""
@@ -179,8 +188,9 @@ class Vocabulary:
             extend(
                 found.symbols, [s for s in self.symbols_named(word) if s.rsplit(".", 1)[-1] == word]
             )
-            if word.lower() in self._authors:
-                extend(found.authors, [self._authors[word.lower()]])
+            author = self.author_named(word)
+            if author is not None:
+                extend(found.authors, [author])
             elif len(word) > 3:
                 extend(found.paths, self._by_path_suffix.get(word.lower(), ()))
         return found
