@@ -256,6 +256,17 @@ class QueryLoop:
             kept = yield from self.grader.judge_steps(groups, question, intents, trace, retries)
             kept_at = retries
         if not kept:
+            present = _present(question, self.rewriter.vocabulary)
+            if present and nodes:
+                # A question that names code the repository holds is about it: the best matches
+                # stand, marked ungraded (grade 0), rather than an abstention.
+                trace.add_step(
+                    "fallback",
+                    stage="grade",
+                    why=f"nothing graded relevant, but the question names {_listed(list(present))}"
+                    ", which the repository holds: the best matches are kept",
+                )
+                return [fresh(n.node, n.score, grade=0.0, attempt=0) for n in distinct_spans(nodes)]
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
         return [
             fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
@@ -318,6 +329,20 @@ def _why_nothing(
             return f"the question names nothing to look for, and {searched} found nothing"
         return f"nothing was found in {searched or 'any memory'}{after}"
     return f"nothing relevant was found in {searched}{after}"
+
+
+def _present(question: Question, vocabulary: Vocabulary | None) -> dict[str, None]:
+    """The files and symbols the question names (identifiers and paths, not plain words) that
+    the repository holds."""
+    if vocabulary is None:
+        return {}
+    found: dict[str, None] = {}
+    for path in question.mentions.paths:
+        found.update(dict.fromkeys(vocabulary.paths_named(path)))
+    for name in question.mentions.names:
+        if vocabulary.symbols_named(name):
+            found[name] = None
+    return found
 
 
 def _ids(nodes: Sequence[NodeWithScore]) -> list[str]:
