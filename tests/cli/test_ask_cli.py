@@ -194,6 +194,10 @@ def test_a_whole_file_is_one_question(
     answer = json.loads(line)
     check_contract(answer)
     assert code == 0 and answer["question"] == ISSUE
+    # A pasted report naming code the repository holds is never abstained, whatever its
+    # version numbers and dates say.
+    assert not answer["abstained"] and "code" in answer["memories"]
+    assert "src/taskq/scheduler.py" in {s["file_path"] for s in answer["sources"]}
 
 
 def test_a_whole_stdin_is_one_question(
