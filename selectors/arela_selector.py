@@ -179,7 +179,7 @@ class ArelaSelector(BaseSelector):
         started = time.perf_counter()
         text = question.text
         reading = read_question(question.lines or text)
-        route = Trace(question=text, stage="rules")
+        route = Trace(question=text, stage="rules", report=reading.report)
         metas = tools = None
         if choices is not None:
             metas = [

@@ -268,9 +268,28 @@ class QueryLoop:
                 )
                 return [fresh(n.node, n.score, grade=0.0, attempt=0) for n in distinct_spans(nodes)]
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
-        return [
+        graded = [
             fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
         ]
+        if trace.report and graded:
+            graded += self._more_files(graded, nodes)
+        return graded
+
+    def _more_files(
+        self, kept: Sequence[NodeWithScore], first: Sequence[NodeWithScore]
+    ) -> list[NodeWithScore]:
+        """For a pasted report, the first pass's best nodes of files not cited yet, ungraded
+        (grade 0) and after the graded ones, until the answer ranks top-k files."""
+        files = {n.node.metadata.get("file_path") for n in kept}
+        more: list[NodeWithScore] = []
+        for node in first:
+            path = node.node.metadata.get("file_path")
+            if len(files) >= self.router.top_k:
+                break
+            if path and path not in files:
+                files.add(path)
+                more.append(fresh(node.node, node.score, grade=0.0, attempt=0))
+        return more
 
     def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
         """The first attempt a strategy proposes that was not tried yet."""
