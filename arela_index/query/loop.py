@@ -279,8 +279,9 @@ class QueryLoop:
         self, kept: Sequence[NodeWithScore], first: Sequence[NodeWithScore]
     ) -> list[NodeWithScore]:
         """For a pasted report, the first pass's best nodes of files not cited yet, ungraded
-        (grade 0) and after the graded ones, until the answer ranks top-k files."""
+        (grade 0) and scored below every graded one, until the answer ranks top-k files."""
         files = {n.node.metadata.get("file_path") for n in kept}
+        floor = min(n.score or 0.0 for n in kept)
         more: list[NodeWithScore] = []
         for node in first:
             path = node.node.metadata.get("file_path")
@@ -288,7 +289,7 @@ class QueryLoop:
                 break
             if path and path not in files:
                 files.add(path)
-                more.append(fresh(node.node, node.score, grade=0.0, attempt=0))
+                more.append(fresh(node.node, floor * (node.score or 0.0), grade=0.0, attempt=0))
         return more
 
     def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
