@@ -63,6 +63,10 @@ class ArelaConfig:
     max_retries: int = _from_env("ARELA_MAX_RETRIES", 2)
     graph_fanout: int = _from_env("ARELA_GRAPH_FANOUT", 50)
     show_progress: bool | None = None
+    # A user's own LlamaIndex embedding model (`embed_model=` given a model, not a name) and
+    # vector store for the code memory's vectors (None: FAISS in the index folder).
+    embedder: Any = None
+    vector_store: Any = None
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -74,7 +78,12 @@ class ArelaConfig:
             raise ArelaError("offline_embedding must be 'static' or 'none'")
 
     def with_(self, **overrides: Any) -> ArelaConfig:
-        """A copy with some settings changed; unknown names are an error, not a silent no-op."""
+        """A copy with some settings changed; unknown names are an error, not a silent no-op.
+
+        As in LlamaIndex, `embed_model` may be a model (a `BaseEmbedding`) as well as an Ollama
+        model's name, and `storage_context` brings its vector store.
+        """
+        overrides = _llamaindex_objects(overrides)
         known = {f.name for f in fields(self)}
         unknown = sorted(set(overrides) - known)
         if unknown:
@@ -89,3 +98,40 @@ class ArelaConfig:
             if self.persist_dir
             else repo_root / ".arela"
         )
+
+
+def _llamaindex_objects(overrides: dict[str, Any]) -> dict[str, Any]:
+    """`embed_model=<BaseEmbedding>` and `storage_context=` as the settings that hold them."""
+    overrides = dict(overrides)
+    if "embed_model" in overrides and overrides["embed_model"] is None:
+        del overrides["embed_model"]  # no model of the user's: the default one
+    model = overrides.get("embed_model")
+    if model is not None and not isinstance(model, str):
+        from llama_index.core.base.embeddings.base import BaseEmbedding
+
+        if not isinstance(model, BaseEmbedding):
+            raise ArelaError(
+                f"embed_model must be an Ollama model's name or a LlamaIndex BaseEmbedding, "
+                f"not {type(model).__name__}"
+            )
+        overrides["embedder"] = overrides.pop("embed_model")
+    if "storage_context" in overrides:
+        context = overrides.pop("storage_context")
+        store = getattr(context, "vector_store", None)
+        if store is None:
+            raise ArelaError(
+                "storage_context must be a LlamaIndex StorageContext with a vector store"
+            )
+        if overrides.get("vector_store") not in (None, store):
+            raise ArelaError("give vector_store or storage_context, not both")
+        overrides["vector_store"] = store
+    store = overrides.get("vector_store")
+    if store is not None:
+        from llama_index.core.vector_stores.types import BasePydanticVectorStore
+
+        if not isinstance(store, BasePydanticVectorStore):
+            raise ArelaError(
+                "vector_store must be a LlamaIndex vector store (a BasePydanticVectorStore, "
+                f"e.g. QdrantVectorStore), not {type(store).__name__}"
+            )
+    return overrides

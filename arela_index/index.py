@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -16,10 +17,18 @@ from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.vectors import check_store
 from arela_index.text.entities import Vocabulary
 
 if TYPE_CHECKING:
-    from arela_index.query.engines import ArelaQueryEngine
+    from llama_index.core.chat_engine.types import BaseChatEngine
+    from llama_index.core.tools import QueryEngineTool
+
+    from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
+    from arela_index.retrievers.audit import AuditLogRetriever
+    from arela_index.retrievers.code import CodeMemoryRetriever
+    from arela_index.retrievers.graph import CodeGraphRetriever
+    from arela_index.selectors.arela_selector import ArelaSelector
 
 
 class ArelaIndex:
@@ -58,6 +67,15 @@ class ArelaIndex:
         )
         if note:
             self.notes.append(note)
+        # Which store holds the vectors is checked now, the code memory being read on first use.
+        recorded = self.manifest.memories.get("code", {}).get("vector_store")
+        if self.config.vector_store is not None and recorded:
+            check_store(recorded, self.config.vector_store)
+        elif self.embed_model is not None and recorded not in (None, "faiss"):
+            self.notes.append(
+                f"dense retrieval is off, sparse only: the vectors are in {recorded}; "
+                "pass that store as vector_store= to use them"
+            )
         self.__dict__.pop("vocabulary", None)
         self.__dict__.pop("term_weights", None)
 
@@ -98,15 +116,20 @@ class ArelaIndex:
         from arela_index.stores.audit import AuditStore
         from arela_index.stores.graph import GraphStore
 
-        loader = {"code": CodeStore.load, "graph": GraphStore.load, "audit": AuditStore.load}[name]
         self.manifest.verify(self.folder, under=f"{name}/")
-        return loader(self.folder / name)
+        if name == "code":
+            return CodeStore.load(self.folder / name, self.config.vector_store)
+        return {"graph": GraphStore.load, "audit": AuditStore.load}[name](self.folder / name)
 
     # -- building and loading -------------------------------------------------------------------
 
     @classmethod
     def from_repo(cls, path: str | Path, *, refresh: bool = True, **settings: Any) -> ArelaIndex:
-        """Load the repository's index, refreshed against the working tree; build it when there is none."""
+        """Load the repository's index, refreshed against the working tree; build it when there is none.
+
+        `settings` are `ArelaConfig`'s, and as in LlamaIndex `embed_model` (a `BaseEmbedding`, or
+        an Ollama model's name) and `vector_store` (or `storage_context`) for the code memory.
+        """
         config = ArelaConfig().with_(**settings)
         root = resolve_root(path)
         runtime = detect(config)
@@ -116,6 +139,14 @@ class ArelaIndex:
             return cls(existing, config, runtime)
         summary = build_index(root, config, runtime, refresh=existing is not None)
         return cls(_require(persist_dir), config, runtime, summary)
+
+    @classmethod
+    async def afrom_repo(
+        cls, path: str | Path, *, refresh: bool = True, **settings: Any
+    ) -> ArelaIndex:
+        """`from_repo` for async code: the build or load runs in a worker thread, so the event
+        loop goes on serving other tasks meanwhile."""
+        return await asyncio.to_thread(cls.from_repo, path, refresh=refresh, **settings)
 
     @classmethod
     def build(cls, path: str | Path, *, refresh: bool = False, **settings: Any) -> ArelaIndex:
@@ -198,19 +229,19 @@ class ArelaIndex:
         }
         return [name for name, is_empty in empty.items() if not is_empty]
 
-    def code_retriever(self, top_k: int | None = None) -> Any:
+    def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
 
         return CodeMemoryRetriever(self.code, self.embed_model, top_k=top_k or self.config.top_k)
 
-    def graph_retriever(self, top_k: int | None = None) -> Any:
+    def graph_retriever(self, top_k: int | None = None) -> CodeGraphRetriever:
         from arela_index.retrievers.graph import CodeGraphRetriever
 
         return CodeGraphRetriever(
             self.graph, top_k=top_k or self.config.graph_fanout, fanout=self.config.graph_fanout
         )
 
-    def audit_retriever(self, top_k: int | None = None) -> Any:
+    def audit_retriever(self, top_k: int | None = None) -> AuditLogRetriever:
         from arela_index.retrievers.audit import AuditLogRetriever
 
         return AuditLogRetriever(
@@ -232,7 +263,7 @@ class ArelaIndex:
 
         return make_llm(self.config, model, timeout)
 
-    def selector(self) -> Any:
+    def selector(self) -> ArelaSelector:
         """The ArelaSelector over this index's memories and vocabulary."""
         from arela_index.selectors.arela_selector import ArelaSelector
 
@@ -243,7 +274,7 @@ class ArelaIndex:
             embed_model=self.embed_model,
         )
 
-    def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> Any:
+    def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> ArelaRetriever:
         """The query loop (route + retrieve + fuse + grade + retry) as one `BaseRetriever`
         (its nodes carry the trace)."""
         from arela_index.query.engines import ArelaRetriever
@@ -313,7 +344,9 @@ class ArelaIndex:
             callback_manager=callback_manager,
         )
 
-    def as_chat_engine(self, llm: Any = None, top_k: int | None = None, **kwargs: Any) -> Any:
+    def as_chat_engine(
+        self, llm: Any = None, top_k: int | None = None, **kwargs: Any
+    ) -> BaseChatEngine:
         """Condense + context chat over the query loop (offline: name carry-over, cited context).
 
         As LlamaIndex's: `chat_mode` ("condense_plus_context", the one mode), `chat_history`,
@@ -343,7 +376,9 @@ class ArelaIndex:
             retriever=self.as_retriever(top_k), llm=llm, **kwargs
         )
 
-    def as_tool(self, name: str = "repository_context", llm: Any = None, **kwargs: Any) -> Any:
+    def as_tool(
+        self, name: str = "repository_context", llm: Any = None, **kwargs: Any
+    ) -> QueryEngineTool:
         """A `QueryEngineTool` an agent can call with a full question about this repository;
         as LlamaIndex's, it also takes `description` and `return_direct` (and `top_k`)."""
         from llama_index.core.tools import QueryEngineTool

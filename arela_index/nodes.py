@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
@@ -123,3 +123,19 @@ def normalise(scores: Iterable[float]) -> list[float]:
     if top <= 0:
         return [0.0 for _ in values]
     return [max(0.0, min(1.0, v / top)) for v in values]
+
+
+def distinct_spans(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes in their order, without a second source for lines an earlier one already cites
+    (a graph summary and the definition of one symbol, a chunk found by two memories)."""
+    seen: set[tuple[str, int, int]] = set()
+    out: list[NodeWithScore] = []
+    for node in nodes:
+        meta = node.node.metadata
+        path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
+        if path and start is not None and end is not None and not meta.get("commit"):
+            if (path, start, end) in seen:
+                continue
+            seen.add((path, start, end))
+        out.append(node)
+    return out

@@ -5,12 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.llm.ollama import Rest
@@ -18,6 +15,8 @@ from arela_index.nodes import fresh
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.code import CodeStore, embedding_failure
 from arela_index.stores.code_search import RRF_K, fuse
+from arela_index.stores.vectors import describe_store
+from arela_index.workers import offload
 
 log = logging.getLogger("arela_index")
 # Chunks each ranking hands to fusion; more changed no file among the first five on our sets.
@@ -25,35 +24,21 @@ CANDIDATES = 20
 
 
 class _DenseRanking:
-    """Cosine ranking of the store's chunks: FAISS `IndexFlatIP` over its vectors, or the vector
-    store a caller passed (any LlamaIndex one, filled with the store's chunks).
+    """Cosine ranking of the store's chunks through the vector store that holds their vectors
+    (FAISS in the index folder, or the caller's: Qdrant, ...).
 
-    When the embedder fails (Ollama down, hanging, model gone) it ranks nothing, records why in
-    `failures` and rests (`ollama.Rest`): queries go sparse-only instead of each waiting for a
-    timeout of its own against a server that hangs.
+    When the embedder or the store fails (Ollama down, hanging, model gone, server away) it
+    ranks nothing, records why in `failures` and rests (`ollama.Rest`): queries go sparse-only
+    instead of each waiting for a timeout of its own against a server that hangs.
     """
 
     def __init__(
-        self,
-        store: CodeStore,
-        embed_model: BaseEmbedding,
-        vector_store: BasePydanticVectorStore | None,
-        candidates: int,
-        failures: list[str],
-        callback_manager: CallbackManager,
+        self, store: CodeStore, embed_model: BaseEmbedding, candidates: int, failures: list[str]
     ) -> None:
-        assert store.vectors is not None
-        self._store = store
+        assert store.dense is not None
+        self._dense = store.dense
         self._embed_model = embed_model
         self._candidates = min(candidates, len(store.chunks))
-        self._faiss = store.faiss if vector_store is None else None
-        self._inner = (
-            None
-            if vector_store is None
-            else _vector_index_retriever(
-                store, embed_model, vector_store, self._candidates, callback_manager
-            )
-        )
         self._failures = failures
         self._rest = Rest()
         # Per thread: concurrent queries share this ranking, and one query's outcome must not
@@ -70,54 +55,46 @@ class _DenseRanking:
         """Why this thread's last query got none, for its trace."""
         return getattr(self._last, "why_not", None)
 
-    def _outcome(self, answered: bool, why_not: str | None) -> None:
+    def remember(self, answered: bool, why_not: str | None) -> None:
+        """Record this thread's last outcome (a query run elsewhere reports back here)."""
         self._last.answered, self._last.why_not = answered, why_not
 
     def rank(self, question: str) -> list[int]:
         """Chunk positions by cosine to the question, best first (positive cosines only)."""
         if resting := self._rest.why():
-            self._outcome(False, f"dense retrieval {resting}")
+            self.remember(False, f"dense retrieval {resting}")
             return []
-        assert self._store.vectors is not None
         try:
             vector = self._embed_model.get_query_embedding(question)
-            if len(vector) != self._store.vectors.shape[1]:
+            if len(vector) != self._dense.dim:
                 raise IndexProblem(
                     f"the query embedding has {len(vector)} dimensions, the index "
-                    f"{self._store.vectors.shape[1]}: the model changed; "
-                    "rebuild with `arela index <repo>`"
+                    f"{self._dense.dim}: the model changed; rebuild with `arela index <repo>`"
                 )
-            ranked = self._search(question, vector)
         except Exception as exc:  # an unreachable or broken embedder must not sink the query
-            self._failures.append(
-                f"dense retrieval skipped: {embedding_failure(exc, self._embed_model)}"
+            return self._failed(embedding_failure(exc, self._embed_model))
+        try:
+            found = self._dense.search(vector, self._candidates)
+        except Exception as exc:  # nor a vector store that went away
+            where = describe_store(self._dense.record)
+            return self._failed(
+                f"{where}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
             )
-            self._rest.failed(self._failures[-1])
-            log.warning("arela-index: %s", self._failures[-1])
-            self._outcome(False, self._failures[-1])
-            return []
-        self._outcome(True, None)
+        ranked = [i for i, cosine in found if cosine > 0]
+        self.remember(True, None)
         return ranked
 
-    def _search(self, question: str, vector: list[float]) -> list[int]:
-        if self._faiss is not None:
-            query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-            scores, found = self._faiss.search(query, self._candidates)
-            return [int(i) for s, i in zip(scores[0], found[0], strict=True) if i >= 0 and s > 0]
-        assert self._inner is not None
-        # A bundle of our own: the caller's must not carry our model's vector elsewhere.
-        hits = self._inner.retrieve(QueryBundle(question, embedding=vector))
-        position = self._store.position
-        return [
-            position[h.node.node_id]
-            for h in hits
-            if (h.score or 0.0) > 0.0 and h.node.node_id in position
-        ]
+    def _failed(self, why: str) -> list[int]:
+        self._failures.append(f"dense retrieval skipped: {why}")
+        self._rest.failed(self._failures[-1])
+        log.warning("arela-index: %s", self._failures[-1])
+        self.remember(False, self._failures[-1])
+        return []
 
 
 class CodeMemoryRetriever(MemoryRetriever):
-    """Code and doc chunks: BM25 over chunks and over whole files, and cosine (FAISS) when an
-    embedder is given, fused by reciprocal rank.
+    """Code and doc chunks: BM25 over chunks and over whole files, and cosine (the store's
+    vector store: FAISS, Qdrant, ...) when an embedder is given, fused by reciprocal rank.
 
     Without an embedder (offline, no static model) it is sparse only. Scores are in [0, 1]: a
     chunk ranked first by both the sparse and the dense ranking scores 1.0, first by one of two
@@ -133,7 +110,6 @@ class CodeMemoryRetriever(MemoryRetriever):
         store: CodeStore,
         embed_model: BaseEmbedding | None = None,
         top_k: int = 8,
-        vector_store: BasePydanticVectorStore | None = None,
         candidates: int = CANDIDATES,
         callback_manager: CallbackManager | None = None,
     ) -> None:
@@ -148,16 +124,9 @@ class CodeMemoryRetriever(MemoryRetriever):
         if store.is_empty():
             return
         self._search = store.search  # built now, not in the first query
-        if embed_model is not None and store.vectors is not None:
+        if embed_model is not None and store.dense is not None:
             _check_model(store, embed_model)
-            self._dense = _DenseRanking(
-                store,
-                embed_model,
-                vector_store,
-                self._candidates,
-                self.failures,
-                self.callback_manager,
-            )
+            self._dense = _DenseRanking(store, embed_model, self._candidates, self.failures)
 
     @property
     def dense(self) -> bool:
@@ -185,6 +154,19 @@ class CodeMemoryRetriever(MemoryRetriever):
         chunks = self._store.chunks
         return [fresh(chunks[i], min(1.0, fused[i] / most), retriever="code") for i in best]
 
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # The search runs in a worker thread; `fallback` is read per thread, so the outcome of
+        # the dense side comes back to the caller's thread with the nodes.
+        def search() -> tuple[list[NodeWithScore], bool, str | None]:
+            found = self.search(query_bundle.query_str)
+            dense = self._dense
+            return found, dense.answered if dense else True, dense.why_not if dense else None
+
+        found, answered, why_not = await offload(search)
+        if self._dense is not None:
+            self._dense.remember(answered, why_not)
+        return found
+
 
 def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:
     """Refuse an embedder other than the one that made the vectors: its cosines would be noise."""
@@ -198,27 +180,3 @@ def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:
             f"not {name or 'this model'}; query it with that model or rebuild with "
             "`arela index <repo>`"
         )
-
-
-def _vector_index_retriever(
-    store: CodeStore,
-    embed_model: BaseEmbedding,
-    vector_store: BasePydanticVectorStore,
-    candidates: int,
-    callback_manager: CallbackManager,
-) -> BaseRetriever:
-    """The store's chunks and vectors added to a caller's vector store, as a retriever."""
-    from llama_index.core import StorageContext, VectorStoreIndex
-
-    assert store.vectors is not None
-    nodes = [
-        c.model_copy(update={"embedding": v.tolist()})
-        for c, v in zip(store.chunks, store.vectors, strict=True)
-    ]
-    index = VectorStoreIndex(
-        nodes,
-        storage_context=StorageContext.from_defaults(vector_store=vector_store),
-        embed_model=embed_model,
-        callback_manager=callback_manager,
-    )
-    return index.as_retriever(similarity_top_k=min(candidates, len(nodes)))

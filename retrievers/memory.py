@@ -9,6 +9,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from arela_index.text.question import Question
+from arela_index.workers import offload
 
 
 class MemoryRetriever(BaseRetriever):
@@ -35,3 +36,8 @@ class MemoryRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.search(query_bundle.query_str)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # A search is CPU work (BM25, graph walks, SQLite) or a blocking call (an embedder): on
+        # the event loop it would hold up every other task for its length.
+        return await offload(self.search, query_bundle.query_str)

@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError
-from arela_index.nodes import fresh, normalise
+from arela_index.nodes import distinct_spans, fresh, normalise
 from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.retrievers.memory import MemoryRetriever
@@ -220,7 +220,8 @@ class ArelaRouterRetriever(RouterRetriever):
             kept = best.get(hit.node.node_id)
             if kept is None or (hit.score or 0.0) > (kept.score or 0.0):
                 best[hit.node.node_id] = hit
-        ranked = sorted(best.values(), key=lambda n: n.score or 0.0, reverse=True)[: self.top_k]
+        ranked = sorted(best.values(), key=lambda n: n.score or 0.0, reverse=True)
+        ranked = distinct_spans(ranked)[: self.top_k]
         scores = normalise(n.score or 0.0 for n in ranked)
         return [NodeWithScore(node=n.node, score=s) for n, s in zip(ranked, scores, strict=True)]
 

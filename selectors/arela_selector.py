@@ -32,11 +32,13 @@ from arela_index.selectors.evidence import (
 )
 from arela_index.selectors.intents import (
     COMPARATIVE,
+    CONCEPTUAL,
     FACTUAL,
     MEMORIES,
     MEMORY_MEANINGS,
     OUT_OF_SCOPE,
     PRIMARY_MEMORY,
+    PROCEDURAL,
     STRONG,
     SUBSTITUTE,
     TEMPORAL,
@@ -47,6 +49,7 @@ from arela_index.selectors.intents import (
 )
 from arela_index.selectors.llm_stage import DEFAULT_PROMPT, PROMPT_VARIABLES, LLMStage, LLMVerdict
 from arela_index.selectors.prototypes import Prototypes
+from arela_index.selectors.reports import Reading, heed, read_question
 from arela_index.selectors.tools import (
     closest_tool,
     description_terms,
@@ -76,6 +79,7 @@ class _Draft:
     route: Trace
     entities: Entities
     rules: RuleEvidence
+    reading: Reading
     available: list[str]
     choices: list[ToolMetadata] | None
     tools: dict[str, int] | None
@@ -198,7 +202,8 @@ class ArelaSelector(BaseSelector):
     def _read(self, question: Question, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
         started = time.perf_counter()
         text = question.text
-        route = Trace(question=text, stage="rules")
+        reading = read_question(question.lines or text)
+        route = Trace(question=text, stage="rules", report=reading.report)
         metas = tools = None
         if choices is not None:
             metas = [
@@ -215,11 +220,14 @@ class ArelaSelector(BaseSelector):
         with route.time("rules"):
             entities = read_entities(text, self.vocabulary, terms, question.mentions)
             route.entities = entities.known
-            rules = read_rules(text, self._author_cues(text, entities))
+            prose = reading.prose
+            # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
+            authors = [] if reading.report else self._author_cues(prose, entities)
+            rules = heed(read_rules(prose, authors), reading)
             if not rules.cues:
                 rules.cues.extend(self._naming_cues(text, entities))
-                rules = read_rules(text, rules.cues)
-        draft = _Draft(route, entities, rules, available, metas, tools, started)
+                rules = heed(read_rules(prose, rules.cues), reading)
+        draft = _Draft(route, entities, rules, reading, available, metas, tools, started)
         if not entities.in_scope:
             route.needs_llm = entities.scope > 0
             if entities.scope == 0 or self._llm is None:
@@ -230,6 +238,9 @@ class ArelaSelector(BaseSelector):
         if strong:
             route.intents = [(cue.intent, _rule_confidence(cue, rules)) for cue in strong]
             route.notes.extend(f"{cue.intent}: '{cue.text}'" for cue in strong)
+        elif reading.report:  # what the code does: no example question looks like an issue
+            route.intents = [(FACTUAL, 0.8)]
+            route.notes.append(reading.note)
         return draft
 
     def _author_cues(self, text: str, entities: Entities) -> list[Cue]:
@@ -260,6 +271,8 @@ class ArelaSelector(BaseSelector):
         if not draft.entities.in_scope:
             return False
         combined = {i: draft.rules.scores.get(i, 0.0) + sims.get(i, 0.0) for i in PRIMARY_MEMORY}
+        if draft.reading.describes and TEMPORAL not in draft.rules.scores:
+            combined[TEMPORAL] = 0.0  # history is for questions that ask for it
         ranked = sorted(combined.items(), key=lambda kv: kv[1], reverse=True)
         (best, top), (_, second) = ranked[0], ranked[1]
         if top <= 0:
@@ -309,6 +322,7 @@ class ArelaSelector(BaseSelector):
     def _finish(self, draft: _Draft) -> Trace:
         route = draft.route
         if route.intent_names != [OUT_OF_SCOPE]:
+            self._code_too(draft)
             route.memories = route.memories or self._plan(draft)
             if COMPARATIVE in route.intent_names:
                 route.compared = compared_entities(route.question, draft.entities)
@@ -325,7 +339,8 @@ class ArelaSelector(BaseSelector):
             said = f" '{cue.text}'" if cue and draft.route.stage == "rules" else ""
             why = f"{intent} ({confidence:.2f}, {draft.route.stage}{said})"
             wanted = [(PRIMARY_MEMORY[intent], f"{why}: {MEMORY_MEANINGS[PRIMARY_MEMORY[intent]]}")]
-            if intent == FACTUAL and draft.entities.named_symbols:
+            # A report names its own code too (`class SomeClass` in a repro): no bet on one name.
+            if intent == FACTUAL and draft.entities.named_symbols and not draft.reading.report:
                 symbol = draft.entities.named_symbols[0]
                 wanted.append(("graph", f"{why} names `{symbol}`: the graph has its definition"))
             for memory, reason in wanted:
@@ -341,6 +356,29 @@ class ArelaSelector(BaseSelector):
         if not chosen:
             draft.route.notes.append("no memory is available")
         return list(chosen.items())
+
+    @staticmethod
+    def _code_too(draft: _Draft) -> None:
+        """A long question, or a guess stages 1 and 2 were unsure of, also asks what the code does:
+        its best code-reading intent joins the route, so code is searched (and graded as fit)."""
+        route = draft.route
+        guessed = route.needs_llm and route.stage == "prototypes"
+        # "who broke parse_cron?" is a symptom that asks for history: history answers it.
+        symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
+        if (
+            not draft.entities.about_code
+            or not (draft.reading.long or symptom or guessed)
+            or any(PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names)
+        ):
+            return
+        readers = [i for i in (FACTUAL, CONCEPTUAL, PROCEDURAL) if draft.rules.scores.get(i)]
+        best = max(readers, key=lambda i: draft.rules.scores[i], default=FACTUAL)
+        route.intents.append((best, round(min(c for _, c in route.intents) * 0.9, 2)))
+        route.notes.append(
+            draft.reading.note
+            if draft.reading.describes
+            else f"unsure: {best} too, so code is searched"
+        )
 
     def _picks(self, draft: _Draft) -> list[tuple[int, str]]:
         route = draft.route

@@ -87,6 +87,9 @@ class Entities:
     authors: list[str] = field(default_factory=list)
     scope: float = 0.0
     scope_reasons: list[str] = field(default_factory=list)
+    # Evidence beyond words the repository shares with English ("world", "hello"): a name it
+    # knows, a code-shaped name, or a software word. Only then is code searched on a hunch.
+    about_code: bool = False
 
     @property
     def known(self) -> list[str]:
@@ -137,6 +140,7 @@ def _weigh_scope(entities: Entities, question: str, terms: frozenset[str]) -> No
     add = entities.scope_reasons.append
     score = 0.0
     known = entities.named_symbols + entities.found.paths + entities.authors
+    entities.about_code = bool(known or entities.mentions.names or entities.mentions.paths)
     if known:
         score += 2.0
         add("names " + ", ".join(f"`{k}`" for k in known[:3]))
@@ -158,6 +162,7 @@ def _weigh_scope(entities: Entities, question: str, terms: frozenset[str]) -> No
             seen |= forms
             if forms & SOFTWARE_WORDS:
                 score += 1.0
+                entities.about_code = True
                 add(f"software word '{part}'")
             elif forms & terms:
                 score += 0.5 if forms & COMMON_WORDS else 1.0

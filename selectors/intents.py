@@ -164,6 +164,7 @@ RULES: tuple[Rule, ...] = tuple(
             r"\b(?:inherit\w*|subclass\w*|base class(?:es)?|parent class(?:es)?|superclass\w*|derived from|derives from)\b",
             1.1,
         ),
+        (r"\bdoes \S+ extends?\b", 1.1),
         (
             rf"\bwhere (?:is|are|was|were|'s)\b{_GAP}\b(?:defined|declared|implemented|instantiated|used|called|imported)\b",
             1.2,
@@ -283,11 +284,21 @@ class RuleEvidence:
     scores: dict[str, float] = field(default_factory=dict)
 
     def strong(self) -> list[Cue]:
-        """Clause winners strong enough to decide, one per intent, in the order asked."""
+        """Clause winners strong enough to decide, one per intent, in the order asked.
+
+        "Why does X inherit from Y?" asks about a relation and the design behind it: a strong
+        conceptual cue beside a structural winner is kept too, so code is read beside the graph.
+        """
         seen: dict[str, Cue] = {}
         for cue in self.winners:
-            if cue.weight >= STRONG and cue.intent not in seen:
-                seen[cue.intent] = cue
+            why = [
+                c
+                for c in self.cues
+                if cue.intent == STRUCTURAL and c.clause == cue.clause and c.intent == CONCEPTUAL
+            ]
+            for c in (cue, *why):
+                if c.weight >= STRONG and c.intent not in seen:
+                    seen[c.intent] = c
         return list(seen.values())
 
     def cue_for(self, intent: str) -> Cue | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,9 @@ def test_quickstart_asks_one_question_of_each_intent(clone: Path) -> None:
 
 def test_quickstart_takes_other_questions_and_refreshes_instead_of_rebuilding(clone: Path) -> None:
     built_before = (clone / ".arela").is_dir()
-    out = run_example("quickstart.py", str(clone), "-q", "what imports arela_index.indexing.persist?")
+    out = run_example(
+        "quickstart.py", str(clone), "-q", "what imports arela_index.indexing.persist?"
+    )
     assert (f"refreshed {clone}" if built_before else f"indexed {clone}") in out
     assert list(sections(out)) == ["question 1"]
     assert "route: structural → graph" in out
@@ -95,6 +98,29 @@ def test_agent_tool_without_ollama_skips_the_agent_but_calls_the_tool(clone: Pat
     assert "`ollama pull qwen2.5-coder:3b`" in out
     call = out.split("tool call: who calls build_index?")[1]
     assert "[arela_index/index.py:" in call
+
+
+def test_bring_your_own_embedding_vector_store_llm_and_postprocessor(
+    clone: Path, tmp_path: Path
+) -> None:
+    out = run_example("bring_your_own.py", str(clone), "--persist-dir", str(tmp_path / "byo"))
+    assert "embedding: HashingEmbedding:hash-256 (256 dimensions)" in out
+    stored = re.search(
+        r"vector store: QdrantVectorStore '(.+)' \((\d+) points, (\d+) chunks\)", out
+    )
+    assert stored is not None and stored.group(1) == clone.name
+    assert int(stored.group(2)) == int(stored.group(3)) > 0  # every chunk's vector is in Qdrant
+    assert "code memory (dense: True, fused with BM25)" in out
+    before = [
+        float(s) for s in out.split("retrieved ")[1].split("scores ")[1].split("\n")[0].split()
+    ]
+    kept = out.split("SimilarityPostprocessor(cutoff 0.9) kept ")[1].split("\n")[0]
+    count, scores = kept.split(", scores ")
+    after = [float(s) for s in scores.split()]
+    assert int(count) == len(after) == len([s for s in before if s >= 0.9]) < len(before)
+    # The user's LLM wrote both answers, each pointing at a source it was given.
+    assert re.search(r"RetrieverQueryEngine \+ FirstSourceLLM: Start reading at \[\S+\]", out)
+    assert re.search(r"as_query_engine\(llm=FirstSourceLLM\(\)\): Start reading at \[\S+:\d+", out)
 
 
 def react_speaker(request: dict[str, Any]) -> Any:

@@ -227,6 +227,13 @@ def _embedding_check(
                 rebuild + " to use Ollama embeddings",
             )
         return Check("embedding", "ok", f"{info.label} (the packaged offline model)")
+    if info.provider != "ollama":  # a model of the app that built the index: only it can give it
+        return Check(
+            "embedding",
+            "warn",
+            f"{info.label}, the model of the app that built the index: here BM25 only",
+            "query from that app (embed_model=) for dense retrieval",
+        )
     if info.name != config.embed_model:
         return Check(
             "embedding",

@@ -389,6 +389,7 @@ def _build_memories(
                 previous=previous.code if previous else None,
                 progress=progress,
                 tokens=tokens,
+                vector_store=config.vector_store,
             )
             progress.close()
         with _timer(timings, "graph"):

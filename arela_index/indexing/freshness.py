@@ -130,10 +130,9 @@ def staleness_of(
 
 def settings_key(root: Path, config: ArelaConfig, runtime: Runtime) -> str:
     """A digest of everything besides the files that decides what a build makes."""
-    if runtime.online and runtime.has_model(config.embed_model):
-        embedding = f"ollama:{config.embed_model}"
-    else:
-        embedding = config.offline_embedding
+    from arela_index.llm.runtime import embedding_key
+
+    embedding = embedding_key(config, runtime)
     parts = [
         __version__,
         _stat(root / ".arelaignore"),

@@ -45,6 +45,7 @@ from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
 from arela_index.text.question import Question
+from arela_index.workers import offload
 
 ANSWER_PROMPT = PromptTemplate(
     "You answer a developer's question about a code repository, using only the quoted context.\n"
@@ -87,7 +88,12 @@ class ArelaRetriever(BaseRetriever):
         return run(self.loop.steps(Question.read(query)))
 
     async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        return await arun(self.loop.steps(Question.read(query)))
+        # Routing, searching and grading are CPU work (and blocking model calls), driven in one
+        # of arela-index's worker threads (arela_index.workers): driven on the event loop, every
+        # step between two waits would hold it, and every span and callback event there waits
+        # for the interpreter lock behind the other queries' threads (bench_async: 20
+        # concurrent queries stalled the loop ~30 ms in the median round that way, ~10 so).
+        return await offload(run, self.loop.steps(Question.read(query)))
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         nodes, trace = self.retrieve_with_trace(query_bundle)

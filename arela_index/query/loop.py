@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from llama_index.core.schema import NodeWithScore
 
-from arela_index.nodes import fresh
+from arela_index.nodes import distinct_spans, fresh
 from arela_index.query.grading import Group, RelevanceGrader, missing_names
 from arela_index.query.rewrite import Rewriter, closest_names
 from arela_index.query.steps import Steps
@@ -245,10 +245,41 @@ class QueryLoop:
             kept = yield from self.grader.judge_steps(groups, question, intents, trace, retries)
             kept_at = retries
         if not kept:
+            present = _present(question, self.rewriter.vocabulary)
+            if present and nodes:
+                # A question that names code the repository holds is about it: the best matches
+                # stand, marked ungraded (grade 0), rather than an abstention.
+                trace.add_step(
+                    "fallback",
+                    stage="grade",
+                    why=f"nothing graded relevant, but the question names {_listed(list(present))}"
+                    ", which the repository holds: the best matches are kept",
+                )
+                return [fresh(n.node, n.score, grade=0.0, attempt=0) for n in distinct_spans(nodes)]
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
-        return [
+        graded = [
             fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
         ]
+        if trace.report and graded:
+            graded += self._more_files(graded, nodes)
+        return graded
+
+    def _more_files(
+        self, kept: Sequence[NodeWithScore], first: Sequence[NodeWithScore]
+    ) -> list[NodeWithScore]:
+        """For a pasted report, the first pass's best nodes of files not cited yet, ungraded
+        (grade 0) and scored below every graded one, until the answer ranks top-k files."""
+        files = {n.node.metadata.get("file_path") for n in kept}
+        floor = min(n.score or 0.0 for n in kept)
+        more: list[NodeWithScore] = []
+        for node in first:
+            path = node.node.metadata.get("file_path")
+            if len(files) >= self.router.top_k:
+                break
+            if path and path not in files:
+                files.add(path)
+                more.append(fresh(node.node, floor * (node.score or 0.0), grade=0.0, attempt=0))
+        return more
 
     def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
         """The first attempt a strategy proposes that was not tried yet."""
@@ -287,22 +318,6 @@ class QueryLoop:
         return [(rewritten, found)]
 
 
-def distinct_spans(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-    """The nodes in their order, without a second source for lines an earlier one already cites
-    (a graph summary and the definition of one symbol, a chunk found by two memories)."""
-    seen: set[tuple[str, int, int]] = set()
-    out: list[NodeWithScore] = []
-    for node in nodes:
-        meta = node.node.metadata
-        path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
-        if path and start is not None and end is not None and not meta.get("commit"):
-            if (path, start, end) in seen:
-                continue
-            seen.add((path, start, end))
-        out.append(node)
-    return out
-
-
 def total(trace: Trace, started: float) -> None:
     """The trace's `total` milliseconds since `started`: last, after every stage it sums."""
     trace.timings_ms.pop("total", None)
@@ -323,6 +338,20 @@ def _why_nothing(
             return f"the question names nothing to look for, and {searched} found nothing"
         return f"nothing was found in {searched or 'any memory'}{after}"
     return f"nothing relevant was found in {searched}{after}"
+
+
+def _present(question: Question, vocabulary: Vocabulary | None) -> dict[str, None]:
+    """The files and symbols the question names (identifiers and paths, not plain words) that
+    the repository holds."""
+    if vocabulary is None:
+        return {}
+    found: dict[str, None] = {}
+    for path in question.mentions.paths:
+        found.update(dict.fromkeys(vocabulary.paths_named(path)))
+    for name in question.mentions.names:
+        if vocabulary.symbols_named(name):
+            found[name] = None
+    return found
 
 
 def _ids(nodes: Sequence[NodeWithScore]) -> list[str]:

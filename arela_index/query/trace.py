@@ -49,6 +49,8 @@ class Trace(BaseModel):
     steps: list[dict[str, Any]] = Field(default_factory=list)
     picks: list[tuple[int, str]] = Field(default_factory=list, exclude=True)
     needs_llm: bool = False
+    # A pasted report asks where its bug lives: its answer ranks files, up to top-k of them.
+    report: bool = False
 
     @property
     def out_of_scope(self) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import Counter
@@ -14,22 +13,28 @@ from typing import Any
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import METADATA_KEYS, make_node
 from arela_index.stores.code_search import CodeSearch, SparseIndex
+from arela_index.stores.vectors import (
+    FAISS_FILE,
+    Before,
+    ChunkVectors,
+    build_vectors,
+    describe_store,
+)
 
 _CHUNKS = "chunks.jsonl"
-_VECTORS = "vectors.npy"
-_EMBEDDING = "embedding.json"
-_EMBED_BATCH = 64
+_EMBEDDING = "embedding.json"  # the model, its dimension and which store holds the vectors
 
 
 @dataclass(frozen=True)
 class EmbeddingInfo:
     """Which model made an index's vectors; queries must embed with the very same one."""
 
-    provider: str  # "ollama" | "static"
+    provider: str  # "ollama" | "static" | the class of a user's model (e.g. "HuggingFaceEmbedding")
     name: str
     dim: int = 0
 
@@ -38,12 +43,9 @@ class EmbeddingInfo:
         return f"{self.provider}:{self.name}"
 
 
-def _text_key(node: TextNode) -> str:
-    return hashlib.sha1(node.text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 class CodeStore:
-    """Chunks of one repository with a BM25 index and optional dense vectors, saved as JSON/NumPy.
+    """Chunks of one repository with a BM25 index and, with an embedder, their vectors in a
+    LlamaIndex vector store (FAISS in the folder by default); saved as JSON lines, BM25 and FAISS.
 
     >>> store = CodeStore.build(chunks, Path("/tmp/idx/code"))   # doctest: +SKIP
     >>> len(store.chunks), store.embedding                         # doctest: +SKIP
@@ -53,18 +55,21 @@ class CodeStore:
     def __init__(
         self,
         chunks: list[TextNode],
-        vectors: np.ndarray | None = None,
+        dense: ChunkVectors | None = None,
         embedding: EmbeddingInfo | None = None,
         sparse: SparseIndex | None = None,
+        record: dict[str, Any] | None = None,
     ) -> None:
         self.chunks = chunks
-        self.vectors = vectors
+        self.dense = dense  # None without vectors, or when their store was not given
         self.embedding = embedding
+        # Which store holds the vectors (`stores.vectors.store_record`), known even when the
+        # store itself was not given to this process.
+        self.record = record if record is not None else (dense.record if dense else None)
         self.by_id = {c.node_id: c for c in chunks}
         self.position = {c.node_id: i for i, c in enumerate(chunks)}
         self.sparse = sparse  # None without chunks
         self._search: CodeSearch | None = None
-        self._faiss: Any = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -77,31 +82,41 @@ class CodeStore:
         previous: CodeStore | None = None,
         progress: Any = None,
         tokens: Sequence[list[str] | None] | None = None,
+        vector_store: BasePydanticVectorStore | None = None,
     ) -> CodeStore:
         """Index `chunks` into `directory`; vectors of chunks whose text is unchanged are reused.
 
-        `tokens` are the chunks' `chunk_terms` where already known (None where not).
+        `tokens` are the chunks' `chunk_terms` where already known (None where not). The
+        vectors go to FAISS in `directory`, or to `vector_store` when one is given.
 
         An embedder that fails (Ollama down, hanging, model not pulled) raises an `ArelaError`
         (`OllamaUnavailable` for Ollama) whose one line says what to do.
         """
         chunks = list(chunks)
-        vectors = None
+        dense = None
         if embed_model is not None and embedding is not None and chunks:
-            reuse = previous if _same_model(previous, embedding) else None
+            before = None
+            if previous is not None:
+                before = Before(
+                    previous.chunks, previous.dense, previous.embedding, previous.record
+                )
             try:
-                vectors = _embed(chunks, embed_model, reuse, progress)
+                dense = build_vectors(
+                    chunks, directory, embed_model, embedding, vector_store, before, progress
+                )
+            except ArelaError:
+                raise
             except Exception as exc:  # every embedder fails in its own way; say it in one line
                 error = OllamaUnavailable if embedding.provider == "ollama" else ArelaError
                 raise error(
                     f"could not embed the chunks with {embedding.label}: "
                     f"{embedding_failure(exc, embed_model)} (or index with --offline)"
                 ) from exc
-            embedding = EmbeddingInfo(embedding.provider, embedding.name, int(vectors.shape[1]))
+            embedding = EmbeddingInfo(embedding.provider, embedding.name, dense.dim)
         else:
             embedding = None
         sparse = SparseIndex.build(chunks, tokens or [None] * len(chunks)) if chunks else None
-        store = cls(chunks, vectors, embedding, sparse)
+        store = cls(chunks, dense, embedding, sparse)
         store._save(directory)
         return store
 
@@ -113,21 +128,45 @@ class CodeStore:
                 fh.write(
                     json.dumps({"id": c.node_id, "text": c.text, **meta}, ensure_ascii=True) + "\n"
                 )
-        if self.vectors is not None and self.embedding is not None:
-            np.save(directory / _VECTORS, self.vectors, allow_pickle=False)
-            (directory / _EMBEDDING).write_text(
-                json.dumps(asdict(self.embedding)), encoding="utf-8"
-            )
+        if self.dense is not None and self.embedding is not None:
+            row = {**asdict(self.embedding), "store": self.dense.record}
+            (directory / _EMBEDDING).write_text(json.dumps(row), encoding="utf-8")
         if self.sparse is not None:
             self.sparse.save(directory, self.chunks)
 
     @classmethod
-    def load(cls, directory: Path) -> CodeStore:
-        """Read a store back; a missing, damaged or mismatched file is an `IndexProblem`."""
+    def load(
+        cls, directory: Path, vector_store: BasePydanticVectorStore | None = None
+    ) -> CodeStore:
+        """Read a store back; a missing, damaged or mismatched file is an `IndexProblem`.
+
+        Vectors a build put in a store of the caller's are reached through `vector_store`,
+        which must be that store; without it the store has no dense side (`missing_store`).
+        """
         chunks = _load_chunks(directory / _CHUNKS)
-        embedding, vectors = _load_vectors(directory, len(chunks))
+        embedding, record = _load_embedding(directory)
+        dense = None
+        if embedding is not None and record is not None:
+            if record.get("file"):
+                if vector_store is not None:  # refused, as any store other than the recorded one
+                    ChunkVectors.attach(vector_store, chunks, embedding.dim, record)
+                dense = ChunkVectors.load_faiss(directory, len(chunks), embedding.dim)
+            elif vector_store is not None:
+                dense = ChunkVectors.attach(vector_store, chunks, embedding.dim, record)
         sparse = SparseIndex.load(directory, chunks) if chunks else None
-        return cls(chunks, vectors, embedding, sparse)
+        return cls(chunks, dense, embedding, sparse, record)
+
+    @property
+    def missing_store(self) -> str | None:
+        """Which store holds this memory's vectors when it was not given (dense is off), else None."""
+        if self.dense is None and self.record is not None and not self.record.get("file"):
+            return describe_store(self.record)
+        return None
+
+    @property
+    def vectors(self) -> np.ndarray | None:
+        """Every chunk's unit vector by position, read back from the vector store (or None)."""
+        return self.dense.matrix() if self.dense is not None else None
 
     @property
     def search(self) -> CodeSearch:
@@ -137,18 +176,6 @@ class CodeStore:
                 assert self.sparse is not None
                 self._search = CodeSearch(self.chunks, self.sparse)
         return self._search
-
-    @property
-    def faiss(self) -> Any:
-        """A FAISS `IndexFlatIP` over the vectors (cosine: they are unit), built on first use."""
-        assert self.vectors is not None
-        with self._lock:
-            if self._faiss is None:
-                import faiss
-
-                self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
-                self._faiss.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
-        return self._faiss
 
     def chunks_of(self, paths: Iterable[str]) -> list[TextNode]:
         wanted = set(paths)
@@ -164,6 +191,7 @@ class CodeStore:
             "files": len({c.metadata.get("file_path") for c in self.chunks}),
             "kinds": dict(kinds.most_common()),
             "embedding": self.embedding.label if self.embedding else None,
+            "vector_store": describe_store(self.record) if self.embedding and self.record else None,
         }
 
 
@@ -181,27 +209,24 @@ def _load_chunks(path: Path) -> list[TextNode]:
     return chunks
 
 
-def _load_vectors(directory: Path, count: int) -> tuple[EmbeddingInfo | None, np.ndarray | None]:
-    info_path, vectors_path = directory / _EMBEDDING, directory / _VECTORS
-    if not info_path.exists():
-        if vectors_path.exists():
-            raise corrupt(info_path, f"missing, though {_VECTORS} is there")
+def _load_embedding(directory: Path) -> tuple[EmbeddingInfo | None, dict[str, Any] | None]:
+    """The model that made the vectors and the record of the store that holds them."""
+    path = directory / _EMBEDDING
+    if not path.exists():
+        if (directory / FAISS_FILE).exists():
+            raise corrupt(path, f"missing, though {FAISS_FILE} is there")
         return None, None
     try:
-        embedding = EmbeddingInfo(**json.loads(info_path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError) as exc:
-        raise corrupt(info_path, _one_line(exc)) from None
-    try:
-        vectors = np.load(vectors_path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise corrupt(vectors_path, _one_line(exc)) from None
-    if vectors.ndim != 2 or vectors.shape != (count, embedding.dim):
-        raise corrupt(
-            vectors_path,
-            f"holds vectors of shape {vectors.shape}, not {count} chunks of {_CHUNKS} "
-            f"by {embedding.dim} dimensions",
-        )
-    return embedding, vectors
+        row = json.loads(path.read_text(encoding="utf-8"))
+        if "store" not in row:
+            raise ValueError("no vector store recorded: made by an older arela-index")
+        record = row.pop("store")
+        embedding = EmbeddingInfo(**row)
+        if not isinstance(record, dict) or "class" not in record:
+            raise ValueError("no vector store recorded")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise corrupt(path, _one_line(exc)) from None
+    return embedding, record
 
 
 def _one_line(exc: BaseException) -> str:
@@ -222,36 +247,3 @@ def embedding_failure(exc: BaseException, embed_model: BaseEmbedding) -> str:
             setting="ARELA_EMBED_TIMEOUT",
         )
     return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
-
-
-def _same_model(previous: CodeStore | None, embedding: EmbeddingInfo) -> bool:
-    return bool(previous and previous.embedding and previous.embedding.label == embedding.label)
-
-
-def _embed(
-    chunks: list[TextNode], embed_model: BaseEmbedding, previous: CodeStore | None, progress: Any
-) -> np.ndarray:
-    cached: dict[str, np.ndarray] = {}
-    dim = 0
-    if previous is not None and previous.vectors is not None:
-        cached = {_text_key(c): previous.vectors[i] for i, c in enumerate(previous.chunks)}
-        dim = previous.vectors.shape[1]
-    keys = [_text_key(c) for c in chunks]
-    todo = [i for i, k in enumerate(keys) if k not in cached]
-    if progress is not None and len(todo) < len(chunks):
-        progress(len(chunks) - len(todo))  # reused vectors count as done
-    fresh: dict[int, np.ndarray] = {}
-    for start in range(0, len(todo), _EMBED_BATCH):
-        batch = todo[start : start + _EMBED_BATCH]
-        texts = [chunks[i].get_content() for i in batch]
-        for i, vec in zip(batch, embed_model.get_text_embedding_batch(texts), strict=True):
-            fresh[i] = np.asarray(vec, dtype=np.float32)
-        if progress is not None:
-            progress(len(batch))
-    if cached and fresh and len(next(iter(fresh.values()))) != dim:
-        return _embed(chunks, embed_model, None, progress)  # same name, new model: redo all
-    rows = [fresh[i] if i in fresh else cached[keys[i]] for i in range(len(chunks))]
-    matrix = np.vstack(rows).astype(np.float32)
-    # Cosine through inner product: FAISS IndexFlatIP over unit vectors.
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1, norms)

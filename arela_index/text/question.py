@@ -3,7 +3,7 @@ that could appear in what answers it. The selector, the router and the grader sh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from llama_index.core.schema import QueryBundle, QueryType
@@ -67,6 +67,9 @@ class Question:
 
     text: str
     mentions: Mentions = field(repr=False)
+    # The text with its line breaks, when it had any: they tell a pasted report's code blocks and
+    # tracebacks from its prose (selectors/reports.py).
+    lines: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def read(cls, query: QueryType | Question, *, empty_ok: bool = False) -> Question:
@@ -83,7 +86,8 @@ class Question:
             raise ArelaError(
                 "the question is empty: ask something about the repository, e.g. `who calls main?`"
             )
-        return cls.of(text[:MAX_CHARS])
+        question = cls.of(text[:MAX_CHARS])
+        return replace(question, lines=raw[: 2 * MAX_CHARS]) if "\n" in raw.strip() else question
 
     @classmethod
     def of(cls, text: str) -> Question:

@@ -194,6 +194,13 @@ def test_a_whole_file_is_one_question(
     answer = json.loads(line)
     check_contract(answer)
     assert code == 0 and answer["question"] == ISSUE
+    # A pasted report naming code the repository holds is never abstained, whatever its
+    # version numbers and dates say.
+    assert not answer["abstained"] and "code" in answer["memories"]
+    files = list(dict.fromkeys(s["file_path"] for s in answer["sources"]))
+    assert "src/taskq/scheduler.py" in files
+    # Where is the bug? The answer ranks files, not one or two sources.
+    assert len(files) >= 3, files
 
 
 def test_a_whole_stdin_is_one_question(

@@ -45,7 +45,7 @@ QUESTIONS = (
 @pytest.fixture(autouse=True)
 def static_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every build here, in this process or a child, embeds with the packaged static model, so
-    indexes have every kind of file (vectors.npy too) and rebuilds match the first build."""
+    indexes have every kind of file (vectors.faiss too) and rebuilds match the first build."""
     monkeypatch.setenv("ARELA_OFFLINE_EMBEDDING", "static")
 
 
@@ -56,7 +56,7 @@ def taskq(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 
 @pytest.fixture(scope="module")
 def built(taskq: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An intact offline index of taskq with static embeddings, so vectors.npy is there too."""
+    """An intact offline index of taskq with static embeddings, so vectors.faiss is there too."""
     persist = tmp_path_factory.mktemp("built") / "index"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ARELA_OFFLINE_EMBEDDING", "static")
@@ -118,7 +118,7 @@ DAMAGE = ("truncated", "emptied", "overwritten", "bytes flipped", "deleted")
 INDEX_FILES = (
     "manifest.json",
     "code/chunks.jsonl",
-    "code/vectors.npy",
+    "code/vectors.faiss",
     "code/embedding.json",
     "code/bm25/vocab.index.json",
     "code/bm25/data.csc.index.npy",
@@ -200,13 +200,13 @@ def test_damage_seen_by_a_real_process_is_one_line_and_the_advised_command_mends
     shutil.copytree(built, persist)
     folder = current_build(persist)
     assert folder is not None
-    damage(folder / "code/vectors.npy", "bytes flipped", random.Random(7))
+    damage(folder / "code/vectors.faiss", "bytes flipped", random.Random(7))
     for args in (
         ["ask", QUESTIONS[0], "--repo", str(taskq.root)],
         ["index", str(taskq.root), "--refresh"],
     ):
         run = run_cli(*args, "--persist-dir", str(persist), "--offline")
-        assert_one_clear_line(run, "vectors.npy", "checksum", "arela index")
+        assert_one_clear_line(run, "vectors.faiss", "checksum", "arela index")
     mended = run_cli("index", str(taskq.root), "--persist-dir", str(persist), "--offline")
     assert mended.code == 0, mended.err
     assert answers(persist) == answers(built)

@@ -662,3 +662,22 @@ def test_no_two_sources_cite_the_same_lines(taskq: ArelaIndex, question: str) ->
         if n.node.metadata.get("start_line") is not None and not n.node.metadata.get("commit")
     ]
     assert len(spans) == len(set(spans)), spans
+
+
+def test_a_question_naming_code_the_repository_holds_is_not_abstained(taskq: ArelaIndex) -> None:
+    # Worded so that no passage grades relevant: the name alone says it is about this repository.
+    response = taskq.as_query_engine().query(
+        "Our deployment pipeline on kubernetes started paging the on-call engineer every night; "
+        "the grafana dashboards show memory pressure on the billing nodes, and parse_cron appears "
+        "in the flame graph next to the protobuf decoder and the tls handshake"
+    )
+    trace = response.metadata["arela"]
+    assert [s["kind"] for s in trace.steps][-1] == "fallback", trace.to_text()
+    assert all(n.score is not None for n in response.source_nodes)
+    assert "src/taskq/scheduler.py" in {n.node.metadata["file_path"] for n in response.source_nodes}
+
+
+def test_a_question_naming_code_the_repository_lacks_still_abstains(taskq: ArelaIndex) -> None:
+    response = taskq.as_query_engine().query("who calls send_email_digest?")
+    assert not response.source_nodes
+    assert response.metadata["arela"].steps[-1]["kind"] == "abstain"

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import faiss
 import numpy as np
 import pytest
 from llama_index.core.embeddings import MockEmbedding
@@ -367,7 +368,7 @@ def test_handed_out_nodes_are_fresh_copies(hybrid: ArelaIndex) -> None:
 
 def test_sparse_only_mode_keeps_no_vectors_and_still_answers(sparse: ArelaIndex) -> None:
     assert sparse.manifest.embedding is None
-    assert not (sparse.folder / "code" / "vectors.npy").exists()
+    assert not (sparse.folder / "code" / "vectors.faiss").exists()
     assert sparse.summary is not None and "sparse only" in sparse.summary.mode
     retriever = sparse.code_retriever(top_k=3)
     assert not retriever.dense
@@ -380,7 +381,9 @@ def test_sparse_only_mode_keeps_no_vectors_and_still_answers(sparse: ArelaIndex)
 
 def test_hybrid_static_mode_stores_unit_vectors_of_the_packaged_model(hybrid: ArelaIndex) -> None:
     assert hybrid.manifest.embedding == {"provider": "static", "name": MODEL_NAME, "dim": 128}
-    vectors = np.load(hybrid.folder / "code" / "vectors.npy")
+    vectors = faiss.read_index(str(hybrid.folder / "code" / "vectors.faiss")).reconstruct_n(
+        0, len(hybrid.code.chunks)
+    )
     assert vectors.shape == (len(hybrid.code.chunks), 128)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     expected = default_static_embedding().get_text_embedding(hybrid.code.chunks[3].text)
@@ -616,8 +619,8 @@ def _garbage(path: Path) -> None:
         ("code/chunks.jsonl", _truncate, "chunks.jsonl"),
         ("code/chunks.jsonl", _drop_last_line, "chunks.jsonl"),  # stale: one chunk short
         ("code/chunks.jsonl", Path.unlink, "chunks.jsonl"),
-        ("code/vectors.npy", _truncate, "vectors.npy"),
-        ("code/vectors.npy", lambda p: p.write_bytes(b""), "vectors.npy"),
+        ("code/vectors.faiss", _truncate, "vectors.faiss"),
+        ("code/vectors.faiss", lambda p: p.write_bytes(b""), "vectors.faiss"),
         ("code/embedding.json", _garbage, "embedding.json"),
         ("code/embedding.json", Path.unlink, "embedding.json"),
         ("code/bm25/corpus.jsonl", lambda p: p.write_text(""), "bm25"),

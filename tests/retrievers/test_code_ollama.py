@@ -344,3 +344,36 @@ def test_a_query_goes_on_sparse_when_the_embedder_fails(
         assert retriever.retrieve("welcome email")[0].node.metadata["symbol"].endswith("email")
         assert len(fake_ollama.requests_to("/api/embed")) <= asked + 1
         assert len(retriever.failures) == 1
+
+
+# -- Ollama's vectors in a vector store of the user's -------------------------------------------
+
+
+def test_ollama_vectors_go_to_the_vector_store_given_and_rank_from_there(
+    repo: GitRepo, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from arela_index.stores.vectors import point_id
+
+    client = QdrantClient(path=str(tmp_path / "qdrant"))
+    store = QdrantVectorStore(client=client, collection_name="online")
+    try:
+        index = ArelaIndex.build(
+            repo.root, vector_store=store, **_settings(fake_ollama, tmp_path / "idx")
+        )
+        assert index.manifest.embedding == {"provider": "ollama", "name": EMBED_MODEL, "dim": 384}
+        points, _ = client.scroll("online", limit=100, with_vectors=True)
+        stored = {str(p.id): np.array(p.vector) for p in points}
+        assert set(stored) == {point_id(c.node_id) for c in index.code.chunks}
+        for chunk in index.code.chunks:
+            expected = np.array(fake_ollama.vector(DOC + chunk.text))
+            np.testing.assert_allclose(stored[point_id(chunk.node_id)], expected, atol=1e-5)
+        for question, symbol in QUESTIONS:
+            hits = index.code_retriever(top_k=1).retrieve(question)
+            assert hits[0].node.metadata["symbol"] == symbol
+            assert hits[0].score == pytest.approx(1.0)  # first by Qdrant's cosine and by BM25
+            assert _embedded_queries(fake_ollama)[-1] == question
+    finally:
+        client.close()

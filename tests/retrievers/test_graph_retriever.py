@@ -290,5 +290,5 @@ def test_a_class_named_like_its_package_is_the_class(tmp_path: Path) -> None:
     store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
     assert store.find("FastShop") == (["fastshop.applications.FastShop"], "suffix")
     assert store.find("fastshop") == (["fastshop"], "exact")
-    summary, found = ask(store, "where is FastShop defined?")
+    summary, _ = ask(store, "where is FastShop defined?")
     assert summary.node.metadata["file_path"] == "fastshop/applications.py"

@@ -14,8 +14,6 @@ from support.gitrepo import GitRepo
 from support.stock_bm25 import stock_bm25
 
 from arela_index.index import ArelaIndex
-from arela_index.llm.static_embedding import default_static_embedding
-from arela_index.retrievers.code import CodeMemoryRetriever
 from arela_index.text.tokens import expand_identifiers
 
 RETRY = '''"""Retrying failed jobs."""
@@ -222,9 +220,18 @@ def test_words_the_repository_never_uses_find_nothing(index: ArelaIndex) -> None
 
 def test_a_vector_store_of_the_callers_ranks_as_the_built_in_faiss(tmp_path: Path) -> None:
     hybrid = _indexed(tmp_path, "static")
-    embed = default_static_embedding()
-    built_in = CodeMemoryRetriever(hybrid.code, embed, top_k=6)
-    theirs = CodeMemoryRetriever(hybrid.code, embed, top_k=6, vector_store=SimpleVectorStore())
+    store = SimpleVectorStore()
+    other = ArelaIndex.build(
+        hybrid.root,
+        persist_dir=str(tmp_path / "theirs"),
+        offline=True,
+        offline_embedding="static",
+        show_progress=False,
+        vector_store=store,
+    )
+    assert other.code.dense is not None and other.code.dense.store is store
+    assert len(store.data.embedding_dict) == len(other.code.chunks)
+    built_in, theirs = hybrid.code_retriever(top_k=6), other.code_retriever(top_k=6)
     assert built_in.dense and theirs.dense
     for question in ("spread retries apart", "wait longer after each failure", ISSUE):
         ours = [(h.node.node_id, round(h.score or 0.0, 6)) for h in built_in.retrieve(question)]
