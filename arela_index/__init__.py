@@ -54,6 +54,7 @@ _EXPORTS = {
     "CodeMemoryRetriever": "arela_index.retrievers.code",
     "CodeGraphRetriever": "arela_index.retrievers.graph",
     "AuditLogRetriever": "arela_index.retrievers.audit",
+    "RelevanceGrader": "arela_index.query.grading",
 }
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from arela_index.config import ArelaConfig
     from arela_index.errors import ArelaError
     from arela_index.index import ArelaIndex
+    from arela_index.query.grading import RelevanceGrader
     from arela_index.retrievers.audit import AuditLogRetriever
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
@@ -85,5 +87,6 @@ __all__ = [
     "AuditLogRetriever",
     "CodeGraphRetriever",
     "CodeMemoryRetriever",
+    "RelevanceGrader",
     "__version__",
 ]

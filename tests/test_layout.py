@@ -21,6 +21,7 @@ STDLIB = sysconfig.get_paths()["stdlib"]
 CHECK = (
     "import asyncio, selectors, arela_index, arela_index.selectors.arela_selector as s, "
     "arela_index.retrievers as r; from arela_index.selectors import ArelaSelector; "
+    "from arela_index import RelevanceGrader, ArelaIndex; "
     "print(selectors.__file__); print(s.__file__); print(r.__file__)"
 )
 SUBPACKAGES = ("cli", "indexing", "llm", "parsing", "query", "stores", "text")
