@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from support.engine_repos import (
     Indexed,
     ScriptedModel,
     indexed,
+    online,
     passages,
     prompt_of,
 )
@@ -32,7 +31,7 @@ from support.fake_ollama import FakeOllama
 
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
-from arela_index.llm.ollama import DATA_RULE, forget_probes, make_llm
+from arela_index.llm.ollama import DATA_RULE, make_llm
 from arela_index.query.answers import citation
 from arela_index.query.engines import (
     ArelaQueryEngine,
@@ -234,25 +233,6 @@ def test_questions_the_repository_cannot_answer_abstain_with_what_was_searched(
     trace = metadata_of(response)["arela"]
     searched = [*trace.memory_names, *(m for r in steps(trace, "retry") for m in r["memories"])]
     assert second.startswith(f"Searched: {', '.join(searched)}; ") and why in second
-
-
-@contextmanager
-def online(repo: Indexed, model: ScriptedModel) -> Iterator[tuple[ArelaIndex, FakeOllama]]:
-    """The repository's index loaded against a FakeOllama that answers with `model`."""
-    forget_probes()
-    with FakeOllama(chat_handler=model) as fake:
-        index = repo.load(
-            offline=False,
-            ollama_host=fake.url,
-            router_model="qwen2.5:1.5b",
-            answer_model="qwen2.5-coder:3b",
-            probe_timeout=1.0,
-            router_timeout=1.0,
-            answer_timeout=2.0,
-        )
-        assert index.runtime.online
-        yield index, fake
-    forget_probes()
 
 
 def test_a_folder_without_history_answers_from_the_memories_it_has(tmp_path: Path) -> None:

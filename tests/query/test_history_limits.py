@@ -41,7 +41,7 @@ def flaskish(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
     return ArelaIndex.build(repo.root, offline=True, persist_dir=str(repo.root / ".arela"))
 
 
-def test_a_year_limits_the_answer_through_retries(flaskish: ArelaIndex) -> None:
+def test_a_year_limits_the_answer(flaskish: ArelaIndex) -> None:
     nodes = flaskish.as_retriever(similarity_top_k=8).retrieve("who changed sessions.py in 2023?")
     commits = [n for n in nodes if n.node.metadata.get("commit")]
     assert commits and all(str(n.node.metadata["date"]).startswith("2023") for n in commits)

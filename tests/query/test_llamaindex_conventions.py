@@ -5,8 +5,6 @@ callbacks and instrumentation events."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,12 +18,10 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.response_synthesizers import ResponseMode
-from support.engine_repos import Indexed, ScriptedModel, indexed
-from support.fake_ollama import FakeOllama
+from support.engine_repos import Indexed, ScriptedModel, indexed, online
 
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
-from arela_index.llm.ollama import forget_probes
 from arela_index.query.answers import citation
 from arela_index.query.steps import run
 from arela_index.query.trace import Trace
@@ -42,24 +38,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Indexed:
 @pytest.fixture(scope="module")
 def taskq(repo: Indexed) -> ArelaIndex:
     return repo.load()
-
-
-@contextmanager
-def online(repo: Indexed, model: ScriptedModel) -> Iterator[tuple[ArelaIndex, FakeOllama]]:
-    forget_probes()
-    with FakeOllama(chat_handler=model) as fake:
-        index = repo.load(
-            offline=False,
-            ollama_host=fake.url,
-            router_model="qwen2.5:1.5b",
-            answer_model="qwen2.5-coder:3b",
-            probe_timeout=1.0,
-            router_timeout=1.0,
-            answer_timeout=2.0,
-        )
-        assert index.runtime.online
-        yield index, fake
-    forget_probes()
 
 
 # -- 16.1 keywords honoured or refused --------------------------------------------------------
