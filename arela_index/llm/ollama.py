@@ -293,12 +293,10 @@ def structured(llm: LLM, output_cls: type[M], prompt: PromptTemplate | str, **va
     template = _template(prompt)
     key = _decision_key(llm, output_cls, template, variables)
     known = DECISIONS.get(key)
-    if known is not None:
-        return known  # type: ignore[return-value]
-    with _errors_of(llm):
-        answer = llm.structured_predict(output_cls, template, **variables)
-    DECISIONS.put(key, answer)
-    return answer
+    if known is None:
+        with _errors_of(llm):
+            known = DECISIONS.put(key, llm.structured_predict(output_cls, template, **variables))
+    return known  # type: ignore[return-value]
 
 
 async def astructured(
@@ -308,12 +306,11 @@ async def astructured(
     template = _template(prompt)
     key = _decision_key(llm, output_cls, template, variables)
     known = DECISIONS.get(key)
-    if known is not None:
-        return known  # type: ignore[return-value]
-    with _errors_of(llm):
-        answer = await llm.astructured_predict(output_cls, template, **variables)
-    DECISIONS.put(key, answer)
-    return answer
+    if known is None:
+        with _errors_of(llm):
+            answer = await llm.astructured_predict(output_cls, template, **variables)
+        known = DECISIONS.put(key, answer)
+    return known  # type: ignore[return-value]
 
 
 class Decisions:
@@ -337,13 +334,14 @@ class Decisions:
                 self._answers.move_to_end(key)
         return None if answer is None else answer.model_copy(deep=True)
 
-    def put(self, key: Hashable | None, answer: BaseModel) -> None:
-        if key is None:
-            return
-        with self._lock:
-            self._answers[key] = answer.model_copy(deep=True)
-            while len(self._answers) > self.size:
-                self._answers.popitem(last=False)
+    def put(self, key: Hashable | None, answer: M) -> M:
+        """Remember `answer` (a copy of it) under `key`; give `answer` back."""
+        if key is not None:
+            with self._lock:
+                self._answers[key] = answer.model_copy(deep=True)
+                while len(self._answers) > self.size:
+                    self._answers.popitem(last=False)
+        return answer
 
     def clear(self) -> None:
         with self._lock:
