@@ -154,6 +154,24 @@ class CodeMemoryRetriever(MemoryRetriever):
         chunks = self._store.chunks
         return [fresh(chunks[i], min(1.0, fused[i] / most), retriever="code") for i in best]
 
+    def files(self, question: str, count: int) -> list[NodeWithScore]:
+        """The best chunk of each of the `count` best files for `question`, best first: what an
+        answer that ranks files cites (its ranking looks deeper than `top_k` chunks)."""
+        if not question.strip() or self._store.is_empty():
+            return []
+        ranking = self._search.rank(question, max(self._candidates, 4 * count))
+        chunks = self._store.chunks
+        best: dict[str, int] = {}
+        for i in ranking:
+            best.setdefault(str(chunks[i].metadata.get("file_path") or ""), i)
+            if len(best) >= count:
+                break
+        most = len(best)
+        return [
+            fresh(chunks[i], (most - rank) / (most + 1), retriever="code")
+            for rank, i in enumerate(best.values())
+        ]
+
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # The search runs in a worker thread; `fallback` is read per thread, so the outcome of
         # the dense side comes back to the caller's thread with the nodes.

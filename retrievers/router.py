@@ -30,6 +30,7 @@ from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.workers import offload
 
 log = logging.getLogger("arela_index")
 
@@ -140,6 +141,21 @@ class ArelaRouterRetriever(RouterRetriever):
             else:  # one memory, asked directly: the trace already times it
                 found = (yield from parts[0].steps(bundle)) if parts else []
         return self._finish(found)
+
+    def files_steps(self, query: Question, trace: Trace, count: int) -> Steps[list[NodeWithScore]]:
+        """The code memory's best chunk of each of its `count` best files (none without a code
+        memory that ranks files): what pads an answer that ranks files."""
+        index = next((i for i, m in self._memory_of.items() if m == "code"), None)
+        code = self._retrievers[index] if index is not None else None
+        files = getattr(code, "files", None)
+        if files is None:
+            return []
+        with trace.time("retrieve:files"):
+            return (
+                yield Call(
+                    lambda: files(query.text, count), lambda: offload(files, query.text, count)
+                )
+            )
 
     # -- BaseRetriever ----------------------------------------------------------------------
 
