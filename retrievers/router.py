@@ -150,10 +150,12 @@ class ArelaRouterRetriever(RouterRetriever):
         files = getattr(code, "files", None)
         if files is None:
             return []
+        intents = trace.intent_names
         with trace.time("retrieve:files"):
             return (
                 yield Call(
-                    lambda: files(query.text, count), lambda: offload(files, query.text, count)
+                    lambda: files(query.text, count, intents),
+                    lambda: offload(files, query.text, count, intents),
                 )
             )
 
@@ -272,10 +274,12 @@ class _Part(BaseRetriever):
     def steps(self, routed: _Routed) -> Steps[list[NodeWithScore]]:
         trace, inner = routed.trace, self._inner
         question = self._query or routed.question
+        intents = trace.intent_names
         with trace.time(f"retrieve:{self._label}"):
             try:
                 found = yield Call(
-                    lambda: self._search(question), lambda: inner.aretrieve(question.bundle())
+                    lambda: self._search(question, intents),
+                    lambda: self._asearch(question, intents),
                 )
             except Exception as exc:  # one broken memory must not sink the others
                 log.warning("arela-index: the %s memory failed: %s", self._label, exc)
@@ -291,12 +295,17 @@ class _Part(BaseRetriever):
         # Another tool's nodes may be its stored ones: the route marks its own copies.
         return [n if isinstance(inner, MemoryRetriever) else fresh(n.node, n.score) for n in found]
 
-    def _search(self, question: Question) -> list[NodeWithScore]:
+    def _search(self, question: Question, intents: Sequence[str]) -> list[NodeWithScore]:
         # A memory is asked by `ask`: the span and callback events around `retrieve` cost as
         # much as a code search, and the trace times each memory already.
         if isinstance(self._inner, MemoryRetriever):
-            return self._inner.ask(question)
+            return self._inner.ask(question, intents)
         return self._inner.retrieve(question.bundle())
+
+    async def _asearch(self, question: Question, intents: Sequence[str]) -> list[NodeWithScore]:
+        if isinstance(self._inner, MemoryRetriever):
+            return await self._inner.aask(question, intents)
+        return await self._inner.aretrieve(question.bundle())
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return run(self.steps(_routed(query_bundle)))

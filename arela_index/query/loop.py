@@ -223,7 +223,10 @@ class QueryLoop:
         pool = list(nodes)
         kept = yield from self.grader.judge_steps([(question, nodes)], question, intents, trace)
         retries = kept_at = 0
-        while len(kept) < self.min_relevant and retries < self.max_retries:
+        # A pasted report is searched whole once: its answer ranks files either way, and each
+        # retry over its kilobytes of text (one search per name it holds) cost hundreds of ms.
+        max_retries = 0 if trace.report else self.max_retries
+        while len(kept) < self.min_relevant and retries < max_retries:
             plan = yield from self._plan_steps(
                 Situation(
                     question, trace, tried, pool, self.router.memory_names, self.rewriter.vocabulary
@@ -252,7 +255,10 @@ class QueryLoop:
         if not kept:
             present = _present(question, self.rewriter.vocabulary)
             unknown = self.grader.term_weights.unknown_share(question.terms)
-            if nodes and (present or (not missing_names(question, pool) and unknown < _FOREIGN)):
+            # A report's "names" are mostly its quotes (the reporter's code, output, logs): that
+            # nothing retrieved holds them is no evidence it is about another repository.
+            missing = not trace.report and missing_names(question, pool)
+            if nodes and (present or (not missing and unknown < _FOREIGN)):
                 # A question that names code the repository holds, or asks in words the
                 # repository uses, is about it: the best matches stand, marked ungraded (grade 0)
                 # and scored by their offline grade (under the grader's threshold).
