@@ -273,8 +273,7 @@ class QueryLoop:
                     why=f"nothing graded relevant, but {why}: the best matches are kept",
                 )
                 best = self._ungraded(distinct_spans(nodes), question, trace, 1.0)
-                more = yield from self._more_files(best, nodes, question, trace)
-                return best + more
+                return best + (yield from self._more_files(best, nodes, question, trace))
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
         graded = [
             fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
@@ -291,10 +290,11 @@ class QueryLoop:
         trace: Trace,
     ) -> Steps[list[NodeWithScore]]:
         """For a pasted report, and a question about code that no model graded ("where/how/why
-        does the code ..."), nodes of files not cited yet until the answer ranks top-k files:
-        the first pass's best, then the code memory's best files. Ungraded (grade 0), scored by
-        their offline grade, never above a node before them. A model's verdict that the other
-        passages do not help is kept: offline, term overlap cannot tell a paraphrase apart."""
+        does the code ..."), nodes of files not cited yet, until the answer ranks top-k files
+        or holds top-k nodes: the first pass's best, then the code memory's best files. Scored
+        by their offline grade, never above a node before them. A model's verdict that the
+        other passages do not help is kept: offline, term overlap cannot tell a paraphrase
+        apart."""
         graded_by = [step.get("by") for step in trace.steps if step.get("kind") == "grade"]
         by_model = bool(graded_by) and graded_by[-1] == "llm"
         if not (trace.report or ("code" in trace.memory_names and not by_model)):
@@ -313,7 +313,7 @@ class QueryLoop:
                     more.append(node)
 
         add(first)
-        if len(files) < top_k:
+        if len(files) < top_k and len(kept) + len(more) < top_k:
             add((yield from self.router.files_steps(question, trace, 2 * top_k)))
         floor = min((n.score or 0.0 for n in kept), default=1.0)
         return self._ungraded(more, question, trace, floor)
@@ -321,13 +321,16 @@ class QueryLoop:
     def _ungraded(
         self, nodes: Sequence[NodeWithScore], question: Question, trace: Trace, ceiling: float
     ) -> list[NodeWithScore]:
-        """Fresh copies marked ungraded (grade 0), each scored by its offline grade but never
-        above `ceiling` nor the node before it, so scores stay in rank order."""
+        """Fresh copies scored by their offline grade, never above `ceiling` nor the node
+        before them, so scores stay in rank order; marked ungraded (grade 0) unless the score
+        reaches the grader's threshold, so a similarity cutoff at the threshold keeps exactly
+        what was graded relevant."""
         grades = self.grader.offline_grades(nodes, question, trace.intent_names)
         out: list[NodeWithScore] = []
         for node, grade in zip(nodes, grades, strict=True):
             ceiling = min(ceiling, round(grade, 4))
-            out.append(fresh(node.node, ceiling, grade=0.0, attempt=0))
+            relevant = ceiling if ceiling >= self.grader.threshold else 0.0
+            out.append(fresh(node.node, ceiling, grade=relevant, attempt=0))
         return out
 
     def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:

@@ -93,3 +93,21 @@ def test_a_pasted_report_is_searched_once_and_answered_though_its_quotes_are_now
     assert nodes and not steps(nodes, trace, "abstain") and not steps(nodes, trace, "retry")
     assert files(nodes)[0] == "src/taskq/worker.py"
     assert len(files(nodes)) >= 5
+
+
+def test_a_similarity_cutoff_at_the_graders_threshold_keeps_what_was_graded_relevant(
+    index: ArelaIndex,
+) -> None:
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+
+    retriever = index.as_retriever()
+    nodes = retriever.retrieve("how does the worker retry a failed job?")
+    cutoff = SimilarityPostprocessor(similarity_cutoff=retriever.grader.threshold)
+    kept = cutoff.postprocess_nodes(nodes)
+    assert kept and len(kept) < len(nodes)
+    assert [n.node.node_id for n in kept] == [
+        n.node.node_id for n in nodes if n.node.metadata["grade"] > 0
+    ]
+    # The ranked files past the relevant ones score under the threshold, in rank order.
+    assert all((n.score or 0) < retriever.grader.threshold for n in nodes[len(kept) :])
+    assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
