@@ -250,12 +250,13 @@ def _idf(documents_with: int, documents: int) -> float:
 
 
 def _source_first(intents: Sequence[str]) -> bool | None:
-    """Whether a routed question ranks source code first (None: not routed, the length decides).
+    """Whether a routed question ranks source code first (None: the question's length decides,
+    as for one not routed: a how-to question, unless it is as long as a pasted report).
     Questions about what code does, how and why are answered by source; measured on SWE-QA's
     tune half, hit@5 0.767 -> 0.811 (docs and tests that share its words had outranked it)."""
-    if not intents:
+    if not intents or PROCEDURAL in intents:
         return None
-    return PROCEDURAL not in intents
+    return True
 
 
 def _check_model(store: CodeStore, embed_model: BaseEmbedding) -> None:

@@ -273,11 +273,15 @@ class QueryLoop:
                     why=f"nothing graded relevant, but {why}: the best matches are kept",
                 )
                 best = self._ungraded(distinct_spans(nodes), question, trace, 1.0)
+                if trace.report:
+                    return (yield from self._report_files(best, question, trace))
                 return best + (yield from self._more_files(best, nodes, question, trace))
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
         graded = [
             fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
         ]
+        if graded and trace.report:
+            return (yield from self._report_files(graded, question, trace))
         if graded:
             graded += yield from self._more_files(graded, nodes, question, trace)
         return graded
@@ -317,6 +321,47 @@ class QueryLoop:
             add((yield from self.router.files_steps(question, trace, 2 * top_k)))
         floor = min((n.score or 0.0 for n in kept), default=1.0)
         return self._ungraded(more, question, trace, floor)
+
+    def _report_files(
+        self, answer: Sequence[NodeWithScore], question: Question, trace: Trace
+    ) -> Steps[list[NodeWithScore]]:
+        """A pasted report's answer: top-k files in the code memory's file ranking (whole-file
+        evidence, source first, deeper than the first pass), each cited by its node in `answer`
+        when it has one (graded) and else by the memory's best chunk of it (ungraded); then the
+        answer's files the ranking missed. Scores never rise down the list. On SWE-bench Lite's
+        tune half, hit@5 0.647 -> 0.765 against the graded nodes first (grading reads a report's
+        words, which its docs and tests share)."""
+        top_k = self.router.top_k
+        ranked = yield from self.router.files_steps(question, trace, 2 * top_k)
+        cited: dict[str, NodeWithScore] = {}
+        for node in answer:
+            cited.setdefault(str(node.node.metadata.get("file_path") or node.node.node_id), node)
+        fresh_files = [n for n in ranked if str(n.node.metadata.get("file_path")) not in cited]
+        grades = dict(
+            zip(
+                (n.node.node_id for n in fresh_files),
+                self.grader.offline_grades(fresh_files, question, trace.intent_names),
+                strict=True,
+            )
+        )
+        order: list[tuple[NodeWithScore, float, float]] = []  # node, score, grade
+        for node in ranked:
+            kept = cited.pop(str(node.node.metadata.get("file_path")), None)
+            if kept is not None:
+                order.append((kept, kept.score or 0.0, float(kept.node.metadata.get("grade", 0.0))))
+            else:
+                order.append((node, grades[node.node.node_id], 0.0))
+        order += [
+            (n, n.score or 0.0, float(n.node.metadata.get("grade", 0.0))) for n in cited.values()
+        ]
+        out: list[NodeWithScore] = []
+        ceiling = 1.0
+        for node, score, grade in order[:top_k]:
+            ceiling = min(ceiling, round(score, 4))
+            out.append(
+                fresh(node.node, ceiling, grade=grade, attempt=node.node.metadata.get("attempt", 0))
+            )
+        return out
 
     def _ungraded(
         self, nodes: Sequence[NodeWithScore], question: Question, trace: Trace, ceiling: float

@@ -92,7 +92,12 @@ def test_a_pasted_report_is_searched_once_and_answered_though_its_quotes_are_now
     assert trace.report and "code" in trace.memory_names
     assert nodes and not steps(nodes, trace, "abstain") and not steps(nodes, trace, "retry")
     assert files(nodes)[0] == "src/taskq/worker.py"
-    assert len(files(nodes)) >= 5
+    # Ranked as files, the source that a fix would touch first: the docs and the test that share
+    # the report's words ("job", "retry", "worker") come after every source file, if at all.
+    assert len(files(nodes)) == len(nodes) >= 5
+    source = [f.startswith("src/") for f in files(nodes)]
+    assert source == sorted(source, reverse=True)
+    assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
 
 
 def test_a_similarity_cutoff_at_the_graders_threshold_keeps_what_was_graded_relevant(
