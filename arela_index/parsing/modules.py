@@ -137,7 +137,7 @@ def _crate_targets(folder: str) -> tuple[tuple[PurePosixPath, str], ...]:
     except (OSError, UnicodeDecodeError):
         return ()
     found: list[tuple[PurePosixPath, str]] = []
-    section, table = "", {}
+    section, table = "", dict[str, str]()
     for line in [*lines, "[end]"]:
         header = _SECTION.match(line) or _ARRAY.match(line)
         if header:
