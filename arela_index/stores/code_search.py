@@ -163,20 +163,14 @@ class SparseIndex:
     @classmethod
     def _indexed(cls, paths: list[str], terms: Terms) -> SparseIndex:
         """bm25s's chunk and file indexes over documents given as term ids."""
-        import bm25s
         from bm25s.tokenization import Tokenized
+
+        from arela_index.stores.bm25_flat import FlatDocs, flat_bm25
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         vocab = {term: i for i, term in enumerate(terms.vocab)}
-        # One int object per term id, shared by every document that holds it: a list of
-        # millions of ints of their own would cost a build ~150 MB more at its peak.
-        shared = list(range(len(vocab)))
-        bounds = np.cumsum(terms.counts).tolist()
-        docs = [
-            list(map(shared.__getitem__, terms.ids[a:b].tolist()))
-            for a, b in zip([0, *bounds[:-1]], bounds, strict=True)
-        ]
-        chunk_index = bm25s.BM25()
+        chunk_index = flat_bm25()
+        docs = FlatDocs(terms.ids, terms.counts)
         chunk_index.index(Tokenized(ids=docs, vocab=dict(vocab)), show_progress=False)
         files = sorted(set(paths))
         number = {p: i for i, p in enumerate(files)}
@@ -187,15 +181,10 @@ class SparseIndex:
                           + terms.ids)  # fmt: skip
         chunk, term = np.divmod(pairs, size)
         order = np.argsort(file_of[chunk], kind="stable")
-        per_file = np.bincount(file_of[chunk], minlength=len(files)).tolist()
-        grouped = term[order]
-        ends = np.cumsum(per_file).tolist()
-        by_file = [
-            list(map(shared.__getitem__, grouped[a:b].tolist()))
-            for a, b in zip([0, *ends[:-1]], ends, strict=True)
-        ]
+        per_file = np.bincount(file_of[chunk], minlength=len(files))
+        by_file = FlatDocs(term[order].astype(np.int32), per_file.astype(np.int64))
         # In double precision: file scores are compared with each other's shares (FILE_CUTOFF).
-        file_index = bm25s.BM25(dtype="float64")
+        file_index = flat_bm25(dtype="float64")
         file_index.index(Tokenized(ids=by_file, vocab=dict(vocab)), show_progress=False)
         kept = Terms(terms.vocab, terms.ids, terms.counts, file_of.astype(np.int32))
         return cls(chunk_index, file_index, files, len(docs), terms=kept)
