@@ -156,15 +156,26 @@ class GraphStore:
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        data = nx.node_link_data(self.graph, edges="edges")
-        data["format"] = FORMAT
+        graph = self.graph
+        # What nx.node_link_data(graph, edges="edges") holds, made as it is written.
+        data = {
+            "directed": True,
+            "multigraph": True,
+            "graph": graph.graph,
+            "nodes": ({**graph.nodes[n], "id": n} for n in graph),
+            "edges": (
+                {**d, "source": u, "target": v, "key": k}
+                for u, v, k, d in graph.edges(keys=True, data=True)
+            ),
+            "format": FORMAT,
+        }
         write_json(directory / GRAPH_FILE, data)
         symbols = {
             "format": FORMAT,
-            "files": [
+            "files": (
                 {**self.files[p].to_json(), "sha256": self.digests.get(p)}
                 for p in sorted(self.files)
-            ],
+            ),
         }
         write_json(directory / SYMBOLS_FILE, symbols)
 

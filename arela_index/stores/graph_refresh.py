@@ -11,7 +11,7 @@ this returns None.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -128,10 +128,42 @@ def _contributions(resolver: Resolver, fs: FileSymbols) -> dict[_Key, tuple[int,
     return merged
 
 
-def write_json(path: Path, data: Any) -> None:
-    """How the graph memory writes its files (a patched graph is the bytes a build writes)."""
-    # dumps, not dump: only the former runs entirely in the C encoder.
-    path.write_text(
-        json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True),
-        encoding="utf-8",
-    )
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """How the graph memory writes its files (a patched graph is the bytes a build writes):
+    `json.dumps(data, sort_keys=True)` compactly, but a list at the top level is written a
+    batch of items at a time, from any iterable: the whole text of a large graph, and the
+    dicts of its edges, are never in memory at once."""
+    # dumps, not dump: only the former runs in the C encoder.
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("{")
+        for n, key in enumerate(sorted(data)):
+            fh.write(("," if n else "") + _dumps(key) + ":")
+            value = data[key]
+            if isinstance(value, (dict, str, int, float, bool)) or value is None:
+                fh.write(_dumps(value))
+                continue
+            fh.write("[")
+            first = True
+            for batch in _batches(value):
+                fh.write(("" if first else ",") + _dumps(batch)[1:-1])
+                first = False
+            fh.write("]")
+        fh.write("}")
+
+
+_BATCH = 4096
+
+
+def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
