@@ -288,7 +288,8 @@ class _Previous:
     code memory is read only when the refresh cannot copy it as it is (`refresh_sparse`)."""
 
     def __init__(self, folder: Path, manifest: Manifest, graph: GraphStore) -> None:
-        self.folder, self.manifest, self.graph = folder, manifest, graph
+        self.folder, self.manifest = folder, manifest
+        self.graph: GraphStore | None = graph  # None once the new graph is made
 
     @cached_property
     def code(self) -> CodeStore:
@@ -361,7 +362,6 @@ def _build_memories(
     timings: dict[str, float],
 ) -> _Built:
     """The three memories into `folder`: only the changed files' chunks are parsed again."""
-    from arela_index.stores.graph import GraphStore
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
     embed_model = embedder[0]
@@ -375,8 +375,13 @@ def _build_memories(
         with _timer(timings, "parse"):
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
         kept_paths = {f.path for f in scan.files} - (changes.changed if changes else set())
-        code_stats = None
+        code_stats = graph_stats = None
         if previous and changes is not None and embed_model is None:
+            # The graph first: the previous build's symbols, which only the graph needs, go
+            # back before the code memory is copied, so the two memories' peaks do not add up.
+            with _timer(timings, "graph"):
+                graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
+            previous.graph = None
             with _timer(timings, "code"):
                 code_stats = refresh_sparse(
                     previous.folder / "code", folder / "code", kept_paths,
@@ -393,25 +398,37 @@ def _build_memories(
             # memories' peaks do not add up.
             del code
         del chunks, tokens
-        with _timer(timings, "graph"):
-            if (
-                previous is not None
-                and changes is not None
-                and "graph" in previous.manifest.memories
-                and GraphStore.patch(scan, folder / "graph", previous.graph, changes, parsed)
-            ):
-                graph_stats = previous.manifest.memories["graph"]  # same symbols and edges
-            else:
-                graph_stats = GraphStore.build(
-                    scan,
-                    folder / "graph",
-                    previous=previous.graph if previous else None,
-                    changes=changes,
-                    parsed=parsed,
-                ).stats()
+        if graph_stats is None:
+            with _timer(timings, "graph"):
+                graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
         audit, timings["audit"] = audit_job.result()
     memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
     return _Built(code_embedding, count, memories)
+
+
+def _graph_memory(
+    scan: ScanResult,
+    folder: Path,
+    previous: _Previous | None,
+    changes: Changes | None,
+    parsed: dict[str, FileSymbols],
+) -> dict[str, Any]:
+    """The graph memory's stats: the previous graph patched where the change allows it
+    (`GraphStore.patch`: same symbols, same edges), else resolved from the files' symbols."""
+    from arela_index.stores.graph import GraphStore
+
+    before = previous.graph if previous else None
+    if (
+        previous is not None
+        and before is not None
+        and changes is not None
+        and FAILED not in previous.manifest.memories.get("graph", {FAILED: ""})
+        and GraphStore.patch(scan, folder / "graph", before, changes, parsed)
+    ):
+        return dict(previous.manifest.memories["graph"])
+    return GraphStore.build(
+        scan, folder / "graph", previous=before, changes=changes, parsed=parsed
+    ).stats()
 
 
 def _code_memory(

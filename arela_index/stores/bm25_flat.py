@@ -38,7 +38,7 @@ def flat_bm25(dtype: str = "float32") -> Any:
     """
     import bm25s
 
-    class _FlatBM25(bm25s.BM25):  # type: ignore[misc]
+    class _FlatBM25(bm25s.BM25):
         def build_index_from_ids(
             self,
             unique_token_ids: Any,
@@ -47,7 +47,7 @@ def flat_bm25(dtype: str = "float32") -> Any:
             leave_progress: bool = False,
         ) -> dict[str, Any]:
             if not isinstance(corpus_token_ids, FlatDocs) or self.method != "lucene":
-                return super().build_index_from_ids(  # type: ignore[no-any-return]
+                return super().build_index_from_ids(
                     unique_token_ids, corpus_token_ids, show_progress, leave_progress
                 )
             return _scores(self, corpus_token_ids, len(unique_token_ids))

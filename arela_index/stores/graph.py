@@ -21,10 +21,15 @@ from arela_index.indexing.scanner import ScanResult, SourceFile
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.modules import module_name
 from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
-from arela_index.stores.graph_refresh import GRAPH_FILE, SYMBOLS_FILE, refresh_graph, write_json
+from arela_index.stores.graph_refresh import (
+    FORMAT,
+    GRAPH_FILE,
+    SYMBOLS_FILE,
+    refresh_graph,
+    write_json,
+)
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
 
-FORMAT = 1
 RELATIONS = ("defines", "calls", "imports", "inherits")
 
 

@@ -11,15 +11,17 @@ this returns None.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arela_index.parsing.symbols import FileSymbols
+from arela_index.parsing.symbols import Definition, FileSymbols
 from arela_index.stores.graph_resolve import Edge, Resolver
 
 GRAPH_FILE = "graph.json"
 SYMBOLS_FILE = "symbols.json"
+FORMAT = 1  # of both files
 _Key = tuple[str, str, str]  # source, target, relation
 
 
@@ -32,22 +34,18 @@ def refresh_graph(
 ) -> bool:
     """Write into `directory` the graph of `files` (every parsed file, the changed ones parsed
     anew) patched from the graph saved in `previous`, whose files were `before`; False when
-    the changes need a full resolution (nothing is written then)."""
+    the changes need a full resolution (nothing is written then). The saved graph is read a
+    line at a time (`write_json` writes one node or edge a line): only the changed files'
+    edges and nodes are parsed, the others are copied as they are."""
     changed = [p for p, fs in files.items() if before.get(p) is not fs]
     if files.keys() != before.keys() or not all(
         _shape(before[p]) == _shape(files[p]) for p in changed
     ):
         return False
-    try:
-        data = json.loads((previous / GRAPH_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if data.get("graph", {}).get("failed"):
-        return False
     resolver = Resolver(files.values())
     resolver.inheritance()
-    edges = {(e["source"], e["target"], e["key"]): e for e in data["edges"]}
-    nodes = {n["id"]: n for n in data["nodes"]}
+    edges: dict[_Key, tuple[int, bool, int, int]] = {}  # new line, resolved, count; old count
+    nodes: dict[str, dict[str, Any]] = {}
     for path in changed:
         if files[path].error:
             continue  # an unparsed file has neither definitions nor edges, before or now
@@ -55,28 +53,81 @@ def refresh_graph(
         new = _contributions(resolver, files[path])
         if list(old) != list(new):
             return False  # an edge came or went: its place among the others is a full build's
-        for key, (_, _, count) in old.items():
-            if key not in edges or edges[key].get("count") != count:
-                return False  # another file shares this edge: its first line may be theirs
-        for key, (line, resolved, count) in new.items():
-            edge = edges[key]
-            edge.update(line=line, resolved=resolved, count=count)
+        edges.update({key: (*new[key], old[key][2]) for key in new})
         for d in files[path].definitions:
-            node = nodes.get(d.qualname)
-            if resolver.defs.get(d.qualname) is d and node is not None:
-                node.update(
-                    start_line=d.start_line, end_line=d.end_line, signature=d.signature, doc=d.doc
-                )
+            if resolver.defs.get(d.qualname) is d:
+                nodes[d.qualname] = {
+                    "start_line": d.start_line,
+                    "end_line": d.end_line,
+                    "signature": d.signature,
+                    "doc": d.doc,
+                }
     directory.mkdir(parents=True, exist_ok=True)
-    write_json(directory / GRAPH_FILE, data)
+    if not _patch(previous / GRAPH_FILE, directory / GRAPH_FILE, edges, nodes):
+        (directory / GRAPH_FILE).unlink(missing_ok=True)
+        return False
     write_json(
         directory / SYMBOLS_FILE,
         {
-            "format": data.get("format"),
-            "files": [{**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)],
+            "format": FORMAT,
+            "files": ({**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)),
         },
     )
     return True
+
+
+_SOURCE = re.compile(rb'"source":("(?:[^"\\]|\\.)*")')
+_ID = re.compile(rb'"id":("(?:[^"\\]|\\.)*")')
+
+
+def _patch(
+    old: Path,
+    new: Path,
+    edges: dict[_Key, tuple[int, bool, int, int]],
+    nodes: dict[str, dict[str, Any]],
+) -> bool:
+    """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when an
+    edge is not there or another file shares it (its count is not the changed file's)."""
+    sources = {key[0] for key in edges}
+    found = 0
+    try:
+        with open(old, "rb") as src, open(new, "wb") as out:
+            for line in src:
+                body = line.rstrip(b",\n")
+                if body.startswith(b"{") and body.endswith(b"}"):
+                    item = _item(body, sources, nodes)
+                    if item is not None and "source" in item:
+                        key = (item["source"], item["target"], item["key"])
+                        if key in edges:
+                            line_no, resolved, count, old_count = edges[key]
+                            if item.get("count") != old_count:
+                                return (
+                                    False  # shared with another file: its first line may be theirs
+                                )
+                            item.update(line=line_no, resolved=resolved, count=count)
+                            found += 1
+                            line = _dumps(item).encode() + line[len(body) :]
+                    elif item is not None and item.get("id") in nodes:
+                        item.update(nodes[item["id"]])
+                        line = _dumps(item).encode() + line[len(body) :]
+                out.write(line)
+    except (OSError, ValueError):
+        return False
+    return found == len(edges)
+
+
+def _item(body: bytes, sources: set[str], nodes: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The node or edge on a line, parsed only when it may be one to patch."""
+    edge = _SOURCE.search(body)
+    if edge is not None:
+        if json.loads(edge.group(1)) not in sources:
+            return None
+    else:
+        node = _ID.search(body)
+        if node is None or json.loads(node.group(1)) not in nodes:
+            return None
+    item = json.loads(body)
+    return item if isinstance(item, dict) else None
 
 
 def _shape(fs: FileSymbols) -> tuple[Any, ...]:
@@ -99,7 +150,7 @@ def _contributions(resolver: Resolver, fs: FileSymbols) -> dict[_Key, tuple[int,
     """The edges one file adds to the graph, in the order a full build meets them: its
     definitions' defines edges, its inherits edges, the rest; each (first line, resolved, count)."""
     module_at = {f.path: f.module for f in resolver.files}
-    first = {}
+    first: dict[str, Definition] = {}
     for d in fs.definitions:
         first.setdefault(d.qualname, d)
     defines = [
@@ -130,10 +181,9 @@ def _contributions(resolver: Resolver, fs: FileSymbols) -> dict[_Key, tuple[int,
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """How the graph memory writes its files (a patched graph is the bytes a build writes):
-    `json.dumps(data, sort_keys=True)` compactly, but a list at the top level is written a
-    batch of items at a time, from any iterable: the whole text of a large graph, and the
-    dicts of its edges, are never in memory at once."""
-    # dumps, not dump: only the former runs in the C encoder.
+    `json.dumps(data, sort_keys=True)` compactly, but each item of a list at the top level on
+    a line of its own, written as it comes from any iterable: the whole text of a large graph
+    is never in memory, and a refresh reads the nodes and edges it patches a line at a time."""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("{")
         for n, key in enumerate(sorted(data)):
@@ -143,26 +193,10 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
                 fh.write(_dumps(value))
                 continue
             fh.write("[")
-            first = True
-            for batch in _batches(value):
-                fh.write(("" if first else ",") + _dumps(batch)[1:-1])
-                first = False
-            fh.write("]")
+            for i, item in enumerate(value):
+                fh.write((",\n" if i else "\n") + _dumps(item))
+            fh.write("\n]")
         fh.write("}")
-
-
-_BATCH = 4096
-
-
-def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == _BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _dumps(value: Any) -> str:
