@@ -66,14 +66,41 @@ def refresh_graph(
     if not _patch(previous / GRAPH_FILE, directory / GRAPH_FILE, edges, nodes):
         (directory / GRAPH_FILE).unlink(missing_ok=True)
         return False
-    write_json(
-        directory / SYMBOLS_FILE,
-        {
-            "format": FORMAT,
-            "files": ({**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)),
-        },
-    )
+    entries = {p: {**files[p].to_json(), "sha256": digests.get(p)} for p in changed}
+    if not _splice(previous / SYMBOLS_FILE, directory / SYMBOLS_FILE, entries):
+        write_json(
+            directory / SYMBOLS_FILE,
+            {
+                "format": FORMAT,
+                "files": ({**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)),
+            },
+        )
     return True
+
+
+_PATH = re.compile(rb'"path":("(?:[^"\\]|\\.)*")')
+
+
+def _splice(old: Path, new: Path, entries: dict[str, dict[str, Any]]) -> bool:
+    """Copy the symbols file `old` to `new` (one file a line) with the lines of `entries`'
+    files replaced by theirs; False when one of them is not there."""
+    replaced = 0
+    try:
+        with open(old, "rb") as src, open(new, "wb") as out:
+            for line in src:
+                found = (
+                    _PATH.search(line)
+                    if line.startswith(b"{") and replaced != len(entries)
+                    else None
+                )
+                if found is not None and (path := json.loads(found.group(1))) in entries:
+                    body = line.rstrip(b",\n")
+                    line = _dumps(entries[path]).encode() + line[len(body) :]
+                    replaced += 1
+                out.write(line)
+    except (OSError, ValueError):
+        return False
+    return replaced == len(entries)
 
 
 _SOURCE = re.compile(rb'"source":("(?:[^"\\]|\\.)*")')
