@@ -115,14 +115,16 @@ def _patch(
 ) -> bool:
     """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when an
     edge is not there or another file shares it (its count is not the changed file's)."""
-    sources = {key[0] for key in edges}
+    # Names as the file spells them (`write_json` wrote it): lines are matched without parsing.
+    sources = {_dumps(key[0]).encode() for key in edges}
+    ids = {_dumps(name).encode() for name in nodes}
     found = 0
     try:
         with open(old, "rb") as src, open(new, "wb") as out:
             for line in src:
                 body = line.rstrip(b",\n")
                 if body.startswith(b"{") and body.endswith(b"}"):
-                    item = _item(body, sources, nodes)
+                    item = _item(body, sources, ids)
                     if item is not None and "source" in item:
                         key = (item["source"], item["target"], item["key"])
                         if key in edges:
@@ -143,15 +145,15 @@ def _patch(
     return found == len(edges)
 
 
-def _item(body: bytes, sources: set[str], nodes: Mapping[str, Any]) -> dict[str, Any] | None:
+def _item(body: bytes, sources: set[bytes], ids: set[bytes]) -> dict[str, Any] | None:
     """The node or edge on a line, parsed only when it may be one to patch."""
     edge = _SOURCE.search(body)
     if edge is not None:
-        if json.loads(edge.group(1)) not in sources:
+        if edge.group(1) not in sources:
             return None
     else:
         node = _ID.search(body)
-        if node is None or json.loads(node.group(1)) not in nodes:
+        if node is None or node.group(1) not in ids:
             return None
     item = json.loads(body)
     return item if isinstance(item, dict) else None
