@@ -63,10 +63,17 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     n_docs = len(counts)
     avg_doc_len = counts.mean()  # bm25s: np.array of the lengths, .mean()
     size = max(n_vocab, 1)
-    keys = np.sort(np.repeat(np.arange(n_docs, dtype=np.int64), counts) * size + docs.ids)
+    # One key per term occurrence, document-major; sorted in place, runs of equal keys are the
+    # term frequencies. Arrays are updated in place and let go of early: on a large repository
+    # each is tens of megabytes, and this runs at a build's peak.
+    keys = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
+    keys *= size
+    keys += docs.ids
+    keys.sort()
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
-    tf = np.diff(np.append(starts, len(keys))).astype(index.dtype)
+    tf = np.diff(np.append(starts, len(keys))).astype(np.float64)
     doc, term = np.divmod(keys[starts], size)
+    del keys, starts
     df = np.bincount(term, minlength=n_vocab)
     # The idf of each document frequency as bm25s computes it (Python's math.log on a double;
     # NumPy's log may differ in the last bit): few distinct frequencies, so few logs.
@@ -76,11 +83,20 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     idf[seen] = [values[d] for d in df[seen].tolist()]
     k1, b = index.k1, index.b
     # tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf), in double precision as bm25s's NumPy scalars
-    # make it, times the idf, rounded once to the index's dtype.
-    length = counts[doc].astype(np.float64)
-    norm = k1 * ((1 - b) + b * length / avg_doc_len)
-    tfc = tf.astype(np.float64) / (norm + tf.astype(np.float64))
-    scores = (idf[term].astype(np.float64) * tfc).astype(index.dtype)
+    # make it (tf exactly as its dtype holds it), times the idf, rounded once to the dtype.
+    tf = tf.astype(index.dtype).astype(np.float64)
+    norm = counts[doc].astype(np.float64)
+    norm *= b
+    norm /= avg_doc_len
+    norm += 1 - b
+    norm *= k1
+    norm += tf
+    tf /= norm
+    del norm
+    scores = idf[term].astype(np.float64)
+    scores *= tf
+    del tf
+    scores = scores.astype(index.dtype)
     data, indices, indptr = index._np_csc(
         data=scores,
         rows=doc.astype(index.int_dtype),

@@ -78,8 +78,10 @@ def fuse(rankings: Iterable[Sequence[int]], k: float = RRF_K) -> dict[int, float
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending (np.unique's hash path is several times slower here)."""
-    ordered = np.sort(values)
+    """The distinct values, ascending (np.unique's hash path is several times slower here);
+    `values` is sorted in place."""
+    values.sort()
+    ordered = values
     return (
         ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
     )
@@ -177,8 +179,10 @@ class SparseIndex:
         file_of = np.array([number[p] for p in paths], dtype=np.int64)
         # A file's document: each of its chunks' distinct terms, chunk after chunk.
         size = max(len(vocab), 1)
-        pairs = _distinct(np.repeat(np.arange(len(docs), dtype=np.int64), terms.counts) * size
-                          + terms.ids)  # fmt: skip
+        pairs = np.repeat(np.arange(len(docs), dtype=np.int64), terms.counts)
+        pairs *= size
+        pairs += terms.ids
+        pairs = _distinct(pairs)
         chunk, term = np.divmod(pairs, size)
         order = np.argsort(file_of[chunk], kind="stable")
         per_file = np.bincount(file_of[chunk], minlength=len(files))
