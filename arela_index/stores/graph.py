@@ -275,7 +275,7 @@ class GraphStore:
         if self.graph.nodes.get(name, {}).get("kind", "external") != "external":
             return [name], "exact"
         lower = name.lower()
-        tails = self._by_tail.get(lower, [])
+        tails = self._tails(lower)
         exact_case = [q for q in tails if q.endswith("." + name)]
         if lower in self._by_lower:
             # `FastAPI` is the class `fastapi.applications.FastAPI`, not the package `fastapi`:
@@ -315,7 +315,7 @@ class GraphStore:
                 if score >= cutoff:
                     scored[score].update(
                         q
-                        for q in self._by_tail[known]
+                        for q in self._tails(known)
                         if not scope or f".{scope}." in f".{q.lower()}"
                     )
         best = next((found for _, found in sorted(scored.items(), reverse=True) if found), set())
@@ -494,14 +494,21 @@ class GraphStore:
         return found
 
     @cached_property
-    def _by_tail(self) -> dict[str, list[str]]:
-        """Lower-cased dotted tails of qualified names ("b.c", "c" for "a.b.c")."""
+    def _by_last(self) -> dict[str, list[str]]:
+        """Qualified names by their lower-cased last part ("c" for "a.b.c"), in name order."""
         found: dict[str, list[str]] = defaultdict(list)
         for qualname in self._defined:
-            parts = qualname.lower().split(".")
-            for i in range(1, len(parts)):
-                found[".".join(parts[i:])].append(qualname)
+            found[qualname.rpartition(".")[2].lower()].append(qualname)
         return found
+
+    def _tails(self, tail: str) -> list[str]:
+        """Qualified names ending with the lower-cased dotted `tail` ("b.c" or "c" of "a.b.c"),
+        in name order: those of its last part, filtered (one dict entry per symbol, not one per
+        dotted tail: the first question after a load builds it)."""
+        named = self._by_last.get(tail.rpartition(".")[2], [])
+        if "." not in tail:
+            return [q for q in named if "." in q]
+        return [q for q in named if q.lower().endswith("." + tail)]
 
     @cached_property
     def _calls_out(self) -> dict[str, list[tuple[str, int | None]]]:
