@@ -17,7 +17,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import make_node
-from arela_index.stores.code_refresh import CHUNKS_FILE, chunk_line
+from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_line
 from arela_index.stores.code_search import CodeSearch, SparseIndex
 from arela_index.stores.vectors import (
     FAISS_FILE,
@@ -28,7 +28,7 @@ from arela_index.stores.vectors import (
 )
 
 _CHUNKS = CHUNKS_FILE
-_EMBEDDING = "embedding.json"  # the model, its dimension and which store holds the vectors
+_EMBEDDING = EMBEDDING_FILE
 
 
 @dataclass(frozen=True)

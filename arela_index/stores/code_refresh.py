@@ -19,7 +19,7 @@ from arela_index.nodes import METADATA_KEYS
 from arela_index.stores.code_search import SparseIndex, Terms, chunk_terms
 
 CHUNKS_FILE = "chunks.jsonl"
-_EMBEDDING = "embedding.json"
+EMBEDDING_FILE = "embedding.json"  # the model, its dimension and which store holds the vectors
 _ID = b'{"id": "'
 
 
@@ -39,7 +39,7 @@ def refresh_sparse(
     """Write into `directory` the code memory of `previous` with the chunks of `kept_paths`
     kept and `chunks` (the changed files', in reading order) added; its stats. None when this
     cannot be done so (the previous build has vectors or saved no terms): build as usual."""
-    if (previous / _EMBEDDING).exists():
+    if (previous / EMBEDDING_FILE).exists():
         return None
     lines = (previous / CHUNKS_FILE).read_bytes().splitlines()
     saved = Terms.load(previous, len(lines))
