@@ -113,12 +113,12 @@ def _patch(
     edges: dict[_Key, tuple[int, bool, int, int]],
     nodes: dict[str, dict[str, Any]],
 ) -> bool:
-    """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when an
-    edge is not there or another file shares it (its count is not the changed file's)."""
+    """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when one of
+    them is not there or another file shares an edge (its count is not the changed file's)."""
     # Names as the file spells them (`write_json` wrote it): lines are matched without parsing.
     sources = {_dumps(key[0]).encode() for key in edges}
     ids = {_dumps(name).encode() for name in nodes}
-    found = 0
+    found = patched = 0
     try:
         with open(old, "rb") as src, open(new, "wb") as out:
             for line in src:
@@ -130,19 +130,20 @@ def _patch(
                         if key in edges:
                             line_no, resolved, count, old_count = edges[key]
                             if item.get("count") != old_count:
-                                return (
-                                    False  # shared with another file: its first line may be theirs
-                                )
+                                # Shared with another file: its first line may be theirs.
+                                return False
                             item.update(line=line_no, resolved=resolved, count=count)
                             found += 1
                             line = _dumps(item).encode() + line[len(body) :]
                     elif item is not None and item.get("id") in nodes:
                         item.update(nodes[item["id"]])
+                        patched += 1
                         line = _dumps(item).encode() + line[len(body) :]
                 out.write(line)
     except (OSError, ValueError):
         return False
-    return found == len(edges)
+    # Every one found, or the file is not laid out a node or an edge a line: resolve in full.
+    return found == len(edges) and patched == len(nodes)
 
 
 def _item(body: bytes, sources: set[bytes], ids: set[bytes]) -> dict[str, Any] | None:

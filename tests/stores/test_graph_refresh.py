@@ -27,6 +27,7 @@ FILES: dict[str, str | bytes] = {
         "def price(item):\n    return item.cost\n"
     ),
     "shop/cli.py": "from shop.cart import Cart\n\n\ndef main():\n    return Cart().checkout([])\n",
+    "shop/rates.py": "RATE = 3\n",
 }
 
 EDITS = {
@@ -38,6 +39,8 @@ EDITS = {
             "    return sum(price(i) for i in items)\n\n\ndef price(item):\n    return item.cost\n"
         )
     },
+    # A module of constants grows: its one node's lines change, no edge does.
+    "module": {"shop/rates.py": "RATE = 3\n\nTAX = 0.2\n\nSHIPPING = 5\n"},
     # A new call: an edge comes.
     "call": {
         "shop/cli.py": (
