@@ -287,13 +287,20 @@ class _Previous:
     """The build a refresh starts from (its audit memory is read by the history process); its
     code memory is read only when the refresh cannot copy it as it is (`refresh_sparse`)."""
 
-    def __init__(self, folder: Path, manifest: Manifest, graph: GraphStore) -> None:
+    def __init__(self, folder: Path, manifest: Manifest) -> None:
         self.folder, self.manifest = folder, manifest
-        self.graph: GraphStore | None = graph  # None once the new graph is made
 
     @cached_property
     def code(self) -> CodeStore:
         return CodeStore.load(self.folder / "code")
+
+    @cached_property
+    def graph(self) -> GraphStore:
+        """Its files' symbols, read when the graph is made: after the code memory, so that the
+        two phases' memory does not add up."""
+        from arela_index.stores.graph import GraphStore
+
+        return GraphStore.previous(self.folder / "graph")
 
 
 class _Built(NamedTuple):
@@ -375,13 +382,8 @@ def _build_memories(
         with _timer(timings, "parse"):
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
         kept_paths = {f.path for f in scan.files} - (changes.changed if changes else set())
-        code_stats = graph_stats = None
+        code_stats = None
         if previous and changes is not None and embed_model is None:
-            # The graph first: the previous build's symbols, which only the graph needs, go
-            # back before the code memory is copied, so the two memories' peaks do not add up.
-            with _timer(timings, "graph"):
-                graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
-            previous.graph = None
             with _timer(timings, "code"):
                 code_stats = refresh_sparse(
                     previous.folder / "code", folder / "code", kept_paths,
@@ -398,9 +400,8 @@ def _build_memories(
             # memories' peaks do not add up.
             del code
         del chunks, tokens
-        if graph_stats is None:
-            with _timer(timings, "graph"):
-                graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
+        with _timer(timings, "graph"):
+            graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
         audit, timings["audit"] = audit_job.result()
     memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
     return _Built(code_embedding, count, memories)
@@ -646,9 +647,8 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
 
 def _load_previous(persist_dir: Path) -> _Previous | None:
     """The current build, to refresh from; None when there is none."""
-    from arela_index.stores.graph import GraphStore
 
     folder = current_build(persist_dir)
     if folder is None:
         return None
-    return _Previous(folder, Manifest.read(folder), GraphStore.previous(folder / "graph"))
+    return _Previous(folder, Manifest.read(folder))
