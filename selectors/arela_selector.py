@@ -218,7 +218,7 @@ class ArelaSelector(BaseSelector):
                 m for i, m in enumerate(metas) if i not in (tools or {}).values()
             )
         with route.time("rules"):
-            entities = read_entities(text, self.vocabulary, terms, question.mentions)
+            entities = read_entities(question, self.vocabulary, terms)
             route.entities = entities.known
             prose = reading.prose
             # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
