@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
+from arela_index.text.stem import variants
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
 # Words that only come up when talking about software. A question with none of them, naming
@@ -41,28 +42,6 @@ COMMON_WORDS = frozenset(
     big high small large next early young important few public bad same able due pop put top add
     use key map max min one two all any now end old out own way see""".split()  # noqa: SIM905
 )
-
-
-def variants(word: str) -> set[str]:
-    """The word and its crude singular and stem forms: `jobs` → job, `saved` → save."""
-    w = word.lower()
-    out = {w}
-    if w.endswith("ies") and len(w) > 4:
-        out.add(w[:-3] + "y")
-    if w.endswith("es") and len(w) > 4:
-        out.add(w[:-2])
-    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
-        out.add(w[:-1])
-    if w.endswith("ed") and len(w) > 4:
-        out.update((w[:-2], w[:-1]))
-    if w.endswith("ing") and len(w) > 5:
-        out.update((w[:-3], w[:-3] + "e"))
-    return out
-
-
-def stem(word: str) -> str:
-    """One canonical form for comparing words: the shortest of `variants`."""
-    return min(variants(word), key=lambda v: (len(v), v))
 
 
 def repo_terms(vocabulary: Vocabulary) -> frozenset[str]:
