@@ -14,8 +14,8 @@ from arela_index.errors import OllamaUnavailable
 from arela_index.query.steps import Steps, structured_call
 from arela_index.query.trace import Trace
 from arela_index.text.entities import Vocabulary
-from arela_index.text.question import FILLER, ROUTING_WORDS, Question
-from arela_index.text.tokens import STOPWORDS
+from arela_index.text.question import Question
+from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS
 
 _EXPANDED = 2  # a name defined in more places than this is too common to expand
 

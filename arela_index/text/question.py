@@ -15,25 +15,10 @@ from llama_index.core.schema import QueryBundle, QueryType
 from arela_index.errors import ArelaError
 from arela_index.text.entities import Mentions, Vocabulary, extract_mentions
 from arela_index.text.timephrases import TimePhrases, TimeWindow
-from arela_index.text.tokens import STOPWORDS, words
+from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
 
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
-
-# Words that steer routing but match no code: they only dilute a sparse query.
-ROUTING_WORDS = frozenset(
-    """who whom whose what which when where why how does do did is are was were calls call
-    called calling caller callers callee callees invoke invokes invoked uses use used using
-    import imports imported importing inherit inherits inherited inheriting subclass
-    subclasses base bases extends defined define definition declared implement implements
-    implemented change changed changes changing modify modified last latest recent recently
-    week month year yesterday today ago commit commits history author authored wrote written
-    explain describe difference differences between versus compare compared comparison work
-    works working happen happens mean means meaning purpose""".split()  # noqa: SIM905
-)
-FILLER = frozenset(
-    "hey hi hello thanks ok okay like kind sort actually really basically just stuff bit".split()  # noqa: SIM905
-)
 
 
 def content_terms(text: str) -> list[str]:

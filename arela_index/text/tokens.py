@@ -22,7 +22,7 @@ _WORD = re.compile(r"\w+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
-# The one stopword list, in two tiers. The index drops only the first: bm25s's English list, the
+# The one stopword list, in tiers. The index drops only the first: bm25s's English list, the
 # stock `BM25Retriever`'s default, so the code memory's index is the one that retriever makes; in
 # code, words like "get", "find" or "show" are parts of names and worth indexing. A question's
 # words drop both tiers: "who", "how", "please" or "tell" name nothing to look for.
@@ -41,6 +41,22 @@ STOPWORDS = INDEX_STOPWORDS | frozenset(
     until up us very we were what when where which while who whom why would you your yours
     get gets got tell show find give let please thing things
     """.split()  # noqa: SIM905
+)
+
+# A question's content words (`question.content_terms`) drop a third tier: words that steer
+# routing but match no code (they only dilute a sparse query), and filler.
+ROUTING_WORDS = frozenset(
+    """who whom whose what which when where why how does do did is are was were calls call
+    called calling caller callers callee callees invoke invokes invoked uses use used using
+    import imports imported importing inherit inherits inherited inheriting subclass
+    subclasses base bases extends defined define definition declared implement implements
+    implemented change changed changes changing modify modified last latest recent recently
+    week month year yesterday today ago commit commits history author authored wrote written
+    explain describe difference differences between versus compare compared comparison work
+    works working happen happens mean means meaning purpose""".split()  # noqa: SIM905
+)
+FILLER = frozenset(
+    "hey hi hello thanks ok okay like kind sort actually really basically just stuff bit".split()  # noqa: SIM905
 )
 
 
