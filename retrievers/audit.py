@@ -163,7 +163,10 @@ class AuditLogRetriever(MemoryRetriever):
         window = question.window(store.newest_date(), store.tags())
         rest = question.without_time(window)
         vocab = self._vocabulary or store.history_vocabulary
-        asked = _Asked(rest, extract_mentions(rest), vocab, vocab.find(rest))
+        if rest == question.text:  # no time phrase: what it names is the question's reading
+            asked = _Asked(rest, question.mentions, vocab, question.found(vocab))
+        else:  # the phrase's words ("May", "v1.1") name no file, function or person
+            asked = _Asked(rest, extract_mentions(rest), vocab, vocab.find(rest))
         plan = AuditPlan(window=window)
         plan.paths, plan.soft_paths = self._paths(asked)
         plan.symbols, plan.soft_symbols = self._symbols(asked)

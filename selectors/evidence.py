@@ -91,7 +91,7 @@ def read_entities(
     (`Question.authors`): the people the audit memory filters on.
     """
     mentions = question.mentions
-    found = vocabulary.find(question.text, mentions) if vocabulary is not None else Found()
+    found = question.found(vocabulary) if vocabulary is not None else Found()
     entities = Entities(mentions, found)
     if vocabulary is not None:
         for name in mentions.names:

@@ -13,7 +13,7 @@ from functools import cached_property
 from llama_index.core.schema import QueryBundle, QueryType
 
 from arela_index.errors import ArelaError
-from arela_index.text.entities import Mentions, Vocabulary, extract_mentions
+from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
 from arela_index.text.timephrases import TimePhrases, TimeWindow
 from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
 
@@ -63,6 +63,11 @@ class Question:
     # The question as the user asked it, when this one is a rewrite of it (a retry's query): the
     # limits are that question's, so a retry never searches other years or other people.
     origin: Question | None = field(default=None, repr=False, compare=False)
+    # What one vocabulary finds it naming, read once per vocabulary (the selector's and the audit
+    # memory's are usually the index's one).
+    _found: dict[int, tuple[Vocabulary, Found]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _authors: dict[int, tuple[Vocabulary, tuple[str, ...]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -123,6 +128,15 @@ class Question:
         # A rewrite holds the phrase as `kept_limits` put it back, if at all.
         return re.sub(re.escape(window.phrase), " ", self.text, count=1, flags=re.I).strip()
 
+    def found(self, vocabulary: Vocabulary) -> Found:
+        """The symbols, paths and authors `vocabulary` knows that this question names (shared:
+        not to be changed)."""
+        kept = self._found.get(id(vocabulary))
+        if kept is None or kept[0] is not vocabulary:
+            kept = (vocabulary, vocabulary.find(self.text, self.mentions))
+            self._found[id(vocabulary)] = kept
+        return kept[1]
+
     def authors(self, vocabulary: Vocabulary) -> tuple[str, ...]:
         """The commit authors the question (as asked) names: a whole name, or a part of one
         longer than two letters written capitalised ("Lord", not "lord"); a one-word name
@@ -131,8 +145,8 @@ class Question:
         kept = asked._authors.get(id(vocabulary))
         if kept is not None and kept[0] is vocabulary:
             return kept[1]
-        candidates = (vocabulary.author_named(w) for w in asked.mentions.words)
-        found = named_authors(asked.text, [a for a in candidates if a])
+        candidates = [a for a in map(vocabulary.author_named, asked.mentions.words) if a]
+        found = named_authors(asked.text, candidates) if candidates else ()
         asked._authors[id(vocabulary)] = (vocabulary, found)
         return found
 
