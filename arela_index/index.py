@@ -280,6 +280,7 @@ class ArelaIndex:
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
         from arela_index.query.loop import QueryLoop
+        from arela_index.query.recent import RecentAnswers
         from arela_index.query.rewrite import Rewriter
         from arela_index.retrievers.router import build_router
 
@@ -308,7 +309,9 @@ class ArelaIndex:
         grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
         rewriter = Rewriter(llm, self.vocabulary)
         return ArelaRetriever(
-            QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries)
+            QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries),
+            # With a model, answers hang on its (cached) decisions and its health: not kept.
+            recent=RecentAnswers() if llm is None else None,
         )
 
     def as_query_engine(

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
-from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.chat_engine.types import (
     AgentChatResponse,
@@ -38,9 +42,11 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
 from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.llm.ollama import Rest
+from arela_index.query import response_trace
 from arela_index.query.answers import abstention, citation, offline_answer
 from arela_index.query.grading import RelevanceGrader, checked_prompt
 from arela_index.query.loop import QueryLoop, total
+from arela_index.query.recent import RecentAnswers
 from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
@@ -58,23 +64,31 @@ ANSWER_PROMPT = PromptTemplate(
 RESPONSE_MODES = ("compact", "no_text")
 
 dispatcher = get_dispatcher(__name__)
+_Answer = Response | StreamingResponse | AsyncStreamingResponse
 
 
 class ArelaRetriever(BaseRetriever):
     """The query loop as one retriever: route, retrieve, fuse, grade and retry.
 
     The nodes `retrieve` returns carry the query's trace (hidden metadata `trace`) for the
-    engine that receives them; `retrieve_with_trace` returns it beside them.
+    engine that receives them; `retrieve_with_trace` returns it beside them. With `recent`, a
+    question asked again is answered from it (offline, where the answer cannot change).
 
     >>> retriever = index.as_retriever()                                   # doctest: +SKIP
     >>> RetrieverQueryEngine.from_args(retriever, llm=my_llm).query("who calls main?")  # doctest: +SKIP
     """
 
-    def __init__(self, loop: QueryLoop, callback_manager: CallbackManager | None = None) -> None:
+    def __init__(
+        self,
+        loop: QueryLoop,
+        callback_manager: CallbackManager | None = None,
+        recent: RecentAnswers | None = None,
+    ) -> None:
         from llama_index.core import Settings
 
         super().__init__(callback_manager=callback_manager or Settings.callback_manager)
-        self.loop = loop
+        self.loop, self.recent = loop, recent
+        response_trace.install()
 
     @property
     def router(self) -> ArelaRouterRetriever:
@@ -85,18 +99,27 @@ class ArelaRetriever(BaseRetriever):
         return self.loop.grader
 
     def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        return run(self.loop.steps(Question.read(query)))
+        if (known := self._recalled(query)) is not None:
+            return known
+        return self._remember(query, run(self.loop.steps(Question.read(query))))
 
     async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        # Routing, searching and grading are CPU work (and blocking model calls), driven in one
-        # of arela-index's worker threads (arela_index.workers): driven on the event loop, every
-        # step between two waits would hold it, and every span and callback event there waits
-        # for the interpreter lock behind the other queries' threads (bench_async: 20
-        # concurrent queries stalled the loop ~30 ms in the median round that way, ~10 so).
-        return await offload(run, self.loop.steps(Question.read(query)))
+        return await offload(self.retrieve_with_trace, query)
+
+    def _recalled(self, query: QueryType) -> tuple[list[NodeWithScore], Trace] | None:
+        known = self.recent.get(query) if self.recent is not None else None
+        if known is not None:
+            known[1].add_step("recalled", why="asked before: the answer this index gave then")
+        return known
+
+    def _remember(
+        self, query: QueryType, result: tuple[list[NodeWithScore], Trace]
+    ) -> tuple[list[NodeWithScore], Trace]:
+        return self.recent.put(query, result) if self.recent is not None else result
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         nodes, trace = self.retrieve_with_trace(query_bundle)
+        response_trace.retrieved(query_bundle, trace)
         return trace.attach(nodes)
 
     def retrieve_traced(self, query: QueryBundle) -> tuple[list[NodeWithScore], Trace]:
@@ -106,8 +129,21 @@ class ArelaRetriever(BaseRetriever):
             return done(*self.retrieve_with_trace(query))
 
     async def aretrieve_traced(self, query: QueryBundle) -> tuple[list[NodeWithScore], Trace]:
-        with self._retrieval(query) as done:
-            return done(*(await self.aretrieve_with_trace(query)))
+        return await offload(self.retrieve_traced, query)
+
+    @dispatcher.span
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """`retrieve`, callbacks and events included, in one of arela-index's worker threads.
+
+        Routing, searching and grading are CPU work (and blocking model calls): on the event
+        loop every step between two waits would hold it, and each span and callback event run
+        there waits for the interpreter lock behind the other queries' threads
+        (`benchmarks/bench_async.py`: the loop's longest stall under 20 concurrent calls).
+        """
+        query = _bundle(str_or_query_bundle)
+        nodes, trace = await self.aretrieve_traced(query)
+        response_trace.retrieved(query, trace)
+        return nodes
 
     @contextmanager
     def _retrieval(self, query: QueryBundle) -> Iterator[Any]:
@@ -130,10 +166,6 @@ class ArelaRetriever(BaseRetriever):
     def _get_prompt_modules(self) -> PromptMixinType:
         """The routing, grading and rewrite prompts (`router:selector:route_prompt`, ...)."""
         return {"router": self.router, "grader": self.grader, "rewriter": self.loop.rewriter}
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        nodes, trace = await self.aretrieve_with_trace(query_bundle)
-        return trace.attach(nodes)
 
 
 class CitedSynthesizer(BaseSynthesizer):
@@ -198,9 +230,13 @@ class CitedSynthesizer(BaseSynthesizer):
     @dispatcher.span
     async def asynthesize(
         self, query: QueryType, nodes: list[NodeWithScore], *args: Any, **kwargs: Any
-    ) -> Response | StreamingResponse:
+    ) -> Response | AsyncStreamingResponse:
+        """As `synthesize`; streaming gives an `AsyncStreamingResponse`, as LlamaIndex's do."""
         with self._events(query) as done:
-            return done(await arun(self._synthesis(query, nodes, kwargs.get("trace"))))
+            response = await arun(self._synthesis(query, nodes, kwargs.get("trace")))
+            if isinstance(response, StreamingResponse):
+                return done(_awaitable_stream(response))
+            return done(response)
 
     @contextmanager
     def _events(self, query: QueryType) -> Iterator[Any]:
@@ -211,7 +247,7 @@ class CitedSynthesizer(BaseSynthesizer):
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
 
-            def done(response: Response | StreamingResponse) -> Response | StreamingResponse:
+            def done(response: _Answer) -> _Answer:
                 event.on_end(payload={EventPayload.RESPONSE: response})
                 dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
                 return response
@@ -370,7 +406,7 @@ class ArelaQueryEngine(RetrieverQueryEngine):
         return response
 
     @dispatcher.span
-    async def _aquery(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+    async def _aquery(self, query_bundle: QueryBundle) -> Response | AsyncStreamingResponse:
         with self.callback_manager.event(
             CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
         ) as event:
@@ -476,6 +512,24 @@ def _why_empty(trace: Trace) -> str:
         if step.get("kind") == "abstain":
             return str(step.get("why", ""))
     return "nothing relevant was found"
+
+
+def _bundle(query: QueryType) -> QueryBundle:
+    return query if isinstance(query, QueryBundle) else QueryBundle(str(query))
+
+
+def _awaitable_stream(response: StreamingResponse) -> AsyncStreamingResponse:
+    """The same stream for `async for`: each piece is pulled in a worker thread, so a model's
+    slow tokens never hold the event loop."""
+    pieces = iter(response.response_gen)
+
+    async def gen() -> AsyncGenerator[str, None]:
+        while (piece := await offload(next, pieces, None)) is not None:
+            yield piece
+
+    return AsyncStreamingResponse(
+        gen(), source_nodes=response.source_nodes, metadata=response.metadata
+    )
 
 
 def _pieces(text: str) -> Generator[str, None, None]:

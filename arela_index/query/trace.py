@@ -8,6 +8,7 @@ has no other way to receive it. Copies of a node share their query's trace.
 
 from __future__ import annotations
 
+import copy
 import html
 import time
 from collections.abc import Iterator, Sequence
@@ -150,6 +151,12 @@ class Trace(BaseModel):
         if self.steps:
             rows.append(("steps", [f"{n}. {_step(step)}" for n, step in enumerate(self.steps, 1)]))
         return rows
+
+    def fork(self) -> Trace:
+        """A separate copy, for another answer to the same question (`copy` keeps one log)."""
+        return Trace(
+            **{name: copy.deepcopy(getattr(self, name)) for name in type(self).model_fields}
+        )
 
     # A trace is one query's shared log, not a value: copying a node must not fork it.
     def __copy__(self) -> Trace:

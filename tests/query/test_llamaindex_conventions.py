@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from llama_index.core import Settings
-from llama_index.core.base.response.schema import StreamingResponse
+from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
@@ -17,7 +17,10 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.prompts import PromptTemplate
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import ResponseMode
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from support.engine_repos import Indexed, ScriptedModel, indexed, online
 
 from arela_index.errors import ArelaError
@@ -53,6 +56,33 @@ def test_offline_streaming_delivers_the_cited_context_in_pieces(taskq: ArelaInde
         n.node.node_id for n in whole.source_nodes
     ]
     assert streamed.metadata is not None and streamed.metadata["arela"].memory_names
+
+
+def test_async_streaming_gives_an_async_stream_of_the_same_answer(taskq: ArelaIndex) -> None:
+    whole = str(taskq.as_query_engine().query(QUESTION))
+
+    async def streamed() -> tuple[Any, list[str]]:
+        response = await taskq.as_query_engine(streaming=True).aquery(QUESTION)
+        return response, [piece async for piece in response.async_response_gen()]
+
+    response, pieces = asyncio.run(streamed())
+    assert isinstance(response, AsyncStreamingResponse)
+    assert len(pieces) > 1 and "".join(pieces) == whole
+    assert response.metadata is not None and response.metadata["arela"].memory_names
+
+
+def test_online_async_streaming_delivers_the_models_tokens(repo: Indexed) -> None:
+    model = ScriptedModel()
+
+    async def streamed(index: ArelaIndex) -> list[str]:
+        response = await index.as_query_engine(streaming=True).aquery(QUESTION)
+        assert isinstance(response, AsyncStreamingResponse)
+        return [piece async for piece in response.async_response_gen()]
+
+    with online(repo, model) as (index, _):
+        pieces = asyncio.run(streamed(index))
+    assert len(pieces) > 2 and "".join(pieces).startswith("From the context:")
+    assert model.seen["answer"]
 
 
 def test_online_streaming_delivers_the_models_tokens(repo: Indexed) -> None:
@@ -214,3 +244,61 @@ def test_prompts_are_exposed_and_an_updated_prompt_is_really_sent(repo: Indexed)
     assert model.seen["answer"][-1].startswith("ANSWER LIKE A PIRATE.")
     with pytest.raises(ArelaError, match=r"^answer_prompt must use \{passages\}, \{question\}"):
         engine.update_prompts({"response_synthesizer:answer_prompt": PromptTemplate("{query_str}")})
+
+
+# -- 16.4 the trace in any engine's response ---------------------------------------------------
+
+
+@pytest.mark.parametrize("question", [QUESTION, "what is the capital of France?"])
+def test_a_stock_engine_over_the_retriever_carries_the_trace_in_its_response(
+    taskq: ArelaIndex, question: str
+) -> None:
+    engine = RetrieverQueryEngine.from_args(taskq.as_retriever(), llm=MockLLM())
+    answered = engine.query(question)
+    assert answered.metadata is not None
+    trace = answered.metadata["arela"]
+    assert isinstance(trace, Trace) and trace.question == question
+    assert bool(answered.source_nodes) == (trace.steps[-1]["kind"] != "abstain")
+    again = asyncio.run(engine.aquery(question))
+    assert again.metadata is not None and again.metadata["arela"].question == question
+
+
+def test_a_trace_never_reaches_another_engines_answer(taskq: ArelaIndex) -> None:
+    ours = RetrieverQueryEngine.from_args(taskq.as_retriever(), llm=MockLLM())
+    theirs = RetrieverQueryEngine.from_args(_Nothing(), llm=MockLLM())
+    ours.query("what is the capital of France?")
+    assert "arela" not in (theirs.query("what is the capital of France?").metadata or {})
+
+
+class _Nothing(BaseRetriever):
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return []
+
+
+# -- 16.5 a repeated question -------------------------------------------------------------------
+
+
+def test_a_repeated_offline_question_gets_the_same_answer_and_its_own_copies(
+    taskq: ArelaIndex,
+) -> None:
+    retriever = taskq.as_retriever()
+    first, trace = retriever.retrieve_with_trace(QUESTION)
+    first[0].score = -1.0
+    trace.add_step("mine")
+    again, recalled = retriever.retrieve_with_trace(QUESTION)
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in first]
+    assert again[0].score != -1.0 and again[0].node is not first[0].node
+    assert [s["kind"] for s in recalled.steps][-1] == "recalled"
+    assert "mine" not in [s["kind"] for s in recalled.steps]
+    fresh = taskq.as_retriever().retrieve(QUESTION)
+    assert [n.score for n in fresh] == [n.score for n in again]
+
+
+def test_an_online_question_asked_again_is_searched_again(repo: Indexed) -> None:
+    model = ScriptedModel()
+    with online(repo, model) as (index, _):
+        retriever = index.as_retriever()
+        retriever.retrieve(QUESTION)
+        retriever.retrieve(QUESTION)
+        _, trace = retriever.retrieve_with_trace(QUESTION)
+    assert "recalled" not in [s["kind"] for s in trace.steps]
