@@ -172,7 +172,22 @@ class Question:
         return not self.names and len(self.terms) <= 1
 
     def bundle(self) -> QueryBundle:
-        return QueryBundle(self.text)
+        """The question as LlamaIndex's retrievers take it, carrying this reading along (a
+        memory asked through `aretrieve` keeps a rewrite's limits)."""
+        return _Carried(self.text, question=self)
+
+    @staticmethod
+    def carried_by(bundle: QueryBundle) -> Question | None:
+        """The question a bundle carries (made by `bundle()`, or a route's), if any."""
+        carried = getattr(bundle, "question", None)
+        return carried if isinstance(carried, Question) else None
+
+
+@dataclass
+class _Carried(QueryBundle):
+    """A stock `QueryBundle` with the question it was made from."""
+
+    question: Question | None = None
 
 
 def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,10 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from support.gitrepo import GitRepo
 
 from arela_index.indexing.scanner import scan_repository
+from arela_index.query.steps import arun, run
+from arela_index.query.trace import Trace
 from arela_index.retrievers.audit import AuditLogRetriever
+from arela_index.retrievers.router import build_router
 from arela_index.stores.audit import AuditStore
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
@@ -342,6 +346,18 @@ def test_a_rewrite_keeps_the_question_s_limits(
     # The same word asked afresh is limited by nothing: every commit of config.py.
     fresh = commits(retriever.ask(Question.read("config")))
     assert set(fresh) == {history["add"], history["pathlib"], history["env"]}
+
+
+def test_a_rewrite_keeps_its_limits_through_a_router_sync_or_async(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    rewritten = Question.read("what did Bob Stone change in February 2024?").rewritten("config")
+    router = build_router(None, None, retriever)
+    found = run(router.fetch_steps(["audit"], rewritten, Trace()))
+    assert commits(found) == [history["env"]]
+    found = asyncio.run(arun(router.fetch_steps(["audit"], rewritten, Trace())))
+    assert commits(found) == [history["env"]]
+    assert commits(asyncio.run(retriever.aretrieve(rewritten.bundle()))) == [history["env"]]
 
 
 def test_the_plan_cuts_the_time_phrase_a_rewrite_put_back(retriever: AuditLogRetriever) -> None:
