@@ -4,8 +4,8 @@
 
 Asks each question through `ArelaIndex.as_retriever()` under `sys.setprofile` and counts, per
 module, the calls that receive the question's text (or a whitespace-normalised copy) as an
-argument; and, of those, the analyses: calls that extract its mentions, names or content terms
-(each after the first reads again what was already read).
+argument; and, of those, the analyses: calls that extract its mentions, names, content terms,
+time limit or authors (each after the first reads again what was already read).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ MODULES = (
     "query/loop.py",
     "text/question.py",
     "selectors/intents.py",
+    "retrievers/audit.py",
+    "text/timephrases.py",
 )
 ANALYSES = (
     "text/entities.py:extract_mentions",
@@ -37,6 +39,11 @@ ANALYSES = (
     "query/grading.py:_name_keys",
     "text/question.py:content_terms",
     "text/question.py:of",
+    # its time limit and the people it names
+    "text/timephrases.py:resolve_time",
+    "text/timephrases.py:__init__",
+    "retrievers/audit.py:_named_authors",
+    "text/question.py:named_authors",
 )
 
 
@@ -97,7 +104,7 @@ def main() -> None:
     for key in keys:
         values = [c.get(key, 0) for c in per_question]
         print(f"{key:55} {statistics.median(values):6.1f} {max(values):4d} {sum(values):6d}")
-    print("\nanalyses of the question's text (mentions, names, content terms), per question")
+    print("\nanalyses of the question's text (mentions, names, terms, time, authors), per question")
     analyses = [sum(c.get(k, 0) for k in ANALYSES) for c in per_question]
     for key in [*ANALYSES, "all"]:
         values = analyses if key == "all" else [c.get(key, 0) for c in per_question]

@@ -17,7 +17,8 @@ from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord
 from arela_index.stores.decisions import Decision
 from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
-from arela_index.text.timephrases import TimeWindow, resolve_time
+from arela_index.text.question import Question
+from arela_index.text.timephrases import TimeWindow
 from arela_index.text.tokens import search_terms
 
 log = logging.getLogger("arela_index")
@@ -153,24 +154,30 @@ class AuditLogRetriever(MemoryRetriever):
 
     # -- reading the question ------------------------------------------------------------------
 
-    def plan(self, question: str) -> AuditPlan:
-        """Read a question into a search plan (also what the trace shows): its time window, then
-        from the rest the files, functions and people it names, its words and the order asked."""
+    def plan(self, question: str | Question) -> AuditPlan:
+        """Read a question into a search plan (also what the trace shows): the time window and
+        the people it is limited to (the question's own, resolved against this history), then
+        from the rest of it the files and functions it names, its words and the order asked."""
+        question = question if isinstance(question, Question) else Question.of(question)
         store = self._store
-        window = resolve_time(question, store.newest_date(), store.tags())
-        rest = window.without(question) if window else question
+        window = question.window(store.newest_date(), store.tags())
+        rest = question.without_time(window)
         vocab = self._vocabulary or store.history_vocabulary
-        asked = _Asked(rest, extract_mentions(rest), vocab, vocab.find(rest))
+        if rest == question.text:  # no time phrase: what it names is the question's reading
+            asked = _Asked(rest, question.mentions, vocab, question.found(vocab))
+        else:  # the phrase's words ("May", "v1.1") name no file, function or person
+            asked = _Asked(rest, extract_mentions(rest), vocab, vocab.find(rest))
         plan = AuditPlan(window=window)
         plan.paths, plan.soft_paths = self._paths(asked)
         plan.symbols, plan.soft_symbols = self._symbols(asked)
-        plan.authors = self._authors(asked)
+        plan.authors = list(question.authors(vocab if vocab.authors else store.author_vocabulary))
         plan.terms = _terms(asked, plan)
         plan.order, created = _order(asked, plan)
         plan.paths += created
         plan.soft_paths = [p for p in plan.soft_paths if p not in created]
-        plan.versions = _versions(question)  # "what's new in 8.3.0": a window and a changelog
-        plan.about_decisions = bool(_DECISION.search(question))
+        # "what's new in 8.3.0": a window and a changelog
+        plan.versions = _versions(question.text)
+        plan.about_decisions = bool(_DECISION.search(question.text))
         return plan
 
     def _paths(self, asked: _Asked) -> tuple[list[str], list[str]]:
@@ -205,16 +212,13 @@ class AuditLogRetriever(MemoryRetriever):
                 soft.append(tail)
         return symbols, soft
 
-    def _authors(self, asked: _Asked) -> list[str]:
-        found = asked.found.authors
-        if not asked.vocab.authors:
-            found = self._store.author_vocabulary.find(asked.text).authors
-        return _named_authors(asked.text, found)
-
     # -- searching -----------------------------------------------------------------------------
 
     def search(self, question: str) -> list[NodeWithScore]:
-        if not question.strip() or self._store.is_empty():
+        return self.ask(Question.of(question))
+
+    def ask(self, question: Question) -> list[NodeWithScore]:
+        if not question.text.strip() or self._store.is_empty():
             return []
         try:
             plan = self.plan(question)
@@ -341,26 +345,6 @@ class AuditLogRetriever(MemoryRetriever):
                 continue
             out.append(NodeWithScore(node=node, score=round(score, 4)))
         return out
-
-
-def _named_authors(question: str, candidates: list[str]) -> list[str]:
-    """Authors the question really names: the full name, or a part of it written capitalised.
-
-    "Who sped up the test runner?" must not filter on an author called "Test"; a one-word name
-    must be written exactly as the author writes it.
-    """
-    out: list[str] = []
-    for author in dict.fromkeys(candidates):
-        flags = re.I if " " in author.strip() else 0
-        full = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", question, flags)
-        part = " " in author.strip() and any(
-            re.search(rf"(?<!\w){re.escape(p)}(?!\w)", question)
-            for p in author.split()
-            if len(p) > 2 and p[:1].isupper()
-        )
-        if full or part:
-            out.append(author)
-    return out
 
 
 def _terms(asked: _Asked, plan: AuditPlan) -> list[str]:

@@ -42,9 +42,13 @@ class MemoryRetriever(BaseRetriever):
         return await offload(self.ask, question, intents)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(query_bundle.query_str)
+        question = Question.carried_by(query_bundle)
+        return self.search(query_bundle.query_str) if question is None else self.ask(question)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # A search is CPU work (BM25, graph walks, SQLite) or a blocking call (an embedder): on
         # the event loop it would hold up every other task for its length.
-        return await offload(self.search, query_bundle.query_str)
+        question = Question.carried_by(query_bundle)
+        if question is None:
+            return await offload(self.search, query_bundle.query_str)
+        return await offload(self.ask, question)

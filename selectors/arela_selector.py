@@ -28,7 +28,6 @@ from arela_index.selectors.evidence import (
     compared_entities,
     read_entities,
     repo_terms,
-    stem,
 )
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -59,6 +58,7 @@ from arela_index.selectors.tools import (
 )
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
+from arela_index.text.stem import light_stem
 from arela_index.text.tokens import STOPWORDS, words
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
@@ -218,7 +218,7 @@ class ArelaSelector(BaseSelector):
                 m for i, m in enumerate(metas) if i not in (tools or {}).values()
             )
         with route.time("rules"):
-            entities = read_entities(text, self.vocabulary, terms, question.mentions)
+            entities = read_entities(question, self.vocabulary, terms)
             route.entities = entities.known
             prose = reading.prose
             # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
@@ -258,7 +258,7 @@ class ArelaSelector(BaseSelector):
         named = (*entities.mentions.names, *entities.mentions.paths)
         mentioned = {p for n in named for p in words(n.lower())}
         content = [w for w in words(text.lower()) if w not in STOPWORDS and w not in mentioned]
-        leftover = [w for w in content if stem(w) not in self._terms]
+        leftover = [w for w in content if light_stem(w) not in self._terms]
         if entities.known and len(leftover) <= 2:
             return [Cue(FACTUAL, STRONG, f"names {entities.known[0]} and asks nothing else", 0)]
         if content and not leftover:

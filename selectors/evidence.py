@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
+from arela_index.text.entities import Found, Mentions, Vocabulary
+from arela_index.text.question import Question
+from arela_index.text.stem import variants
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
 # Words that only come up when talking about software. A question with none of them, naming
@@ -40,28 +42,6 @@ COMMON_WORDS = frozenset(
     big high small large next early young important few public bad same able due pop put top add
     use key map max min one two all any now end old out own way see""".split()  # noqa: SIM905
 )
-
-
-def variants(word: str) -> set[str]:
-    """The word and its crude singular and stem forms: `jobs` → job, `saved` → save."""
-    w = word.lower()
-    out = {w}
-    if w.endswith("ies") and len(w) > 4:
-        out.add(w[:-3] + "y")
-    if w.endswith("es") and len(w) > 4:
-        out.add(w[:-2])
-    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
-        out.add(w[:-1])
-    if w.endswith("ed") and len(w) > 4:
-        out.update((w[:-2], w[:-1]))
-    if w.endswith("ing") and len(w) > 5:
-        out.update((w[:-3], w[:-3] + "e"))
-    return out
-
-
-def stem(word: str) -> str:
-    """One canonical form for comparing words: the shortest of `variants`."""
-    return min(variants(word), key=lambda v: (len(v), v))
 
 
 def repo_terms(vocabulary: Vocabulary) -> frozenset[str]:
@@ -101,19 +81,17 @@ class Entities:
 
 
 def read_entities(
-    question: str,
-    vocabulary: Vocabulary | None,
-    terms: frozenset[str],
-    mentions: Mentions | None = None,
+    question: Question, vocabulary: Vocabulary | None, terms: frozenset[str]
 ) -> Entities:
     """Resolve what the question names and weigh how much it is about this repository.
 
     Symbols count as *named* when the question writes them as identifiers (`parse_config`,
     `RedisBackend`, `Cart.addItem`) or as a capitalised word a class is called (`Scheduler`);
-    a lower-case word like "scheduler" is a topic, not a name.
+    a lower-case word like "scheduler" is a topic, not a name. Authors are the question's own
+    (`Question.authors`): the people the audit memory filters on.
     """
-    mentions = mentions or extract_mentions(question)
-    found = vocabulary.find(question, mentions) if vocabulary is not None else Found()
+    mentions = question.mentions
+    found = question.found(vocabulary) if vocabulary is not None else Found()
     entities = Entities(mentions, found)
     if vocabulary is not None:
         for name in mentions.names:
@@ -127,12 +105,8 @@ def read_entities(
                     for s in vocabulary.symbols_named(word)
                     if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
                 )
-        # Authors are people: only a capitalised name counts ("Alice", not "test").
-        capitalised = {w.lower() for w in mentions.words if w[:1].isupper()}
-        entities.authors = [
-            a for a in found.authors if capitalised & {p.lower() for p in a.split()}
-        ]
-    _weigh_scope(entities, question, terms)
+        entities.authors = list(question.authors(vocabulary))
+    _weigh_scope(entities, question.text, terms)
     return entities
 
 
@@ -189,7 +163,7 @@ _VERSUS = re.compile(
 def compared_entities(question: str, entities: Entities) -> list[str]:
     """The things a comparative question compares, as written (each gets its own retrieval).
 
-    >>> from arela_index.text.entities import Found
+    >>> from arela_index.text.entities import Found, extract_mentions
     >>> compared_entities("difference between JobQueue and PriorityQueue?",
     ...                   Entities(extract_mentions("JobQueue PriorityQueue"), Found()))
     ['JobQueue', 'PriorityQueue']

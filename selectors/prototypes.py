@@ -19,7 +19,6 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.llm.ollama import Rest, describe_failure
 from arela_index.query.steps import Call, Steps, run
-from arela_index.selectors.evidence import stem
 from arela_index.selectors.intents import (
     COMPARATIVE,
     CONCEPTUAL,
@@ -29,6 +28,7 @@ from arela_index.selectors.intents import (
     TEMPORAL,
 )
 from arela_index.text.entities import Mentions, extract_mentions
+from arela_index.text.stem import light_stem
 from arela_index.text.tokens import tokenize
 
 EXAMPLES: Mapping[str, tuple[str, ...]] = {
@@ -156,7 +156,7 @@ def masked_tokens(
         text = text.replace(f"`{name}`", " sym ").replace(name, " sym ")
     for path in sorted(mentions.paths, key=len, reverse=True):
         text = text.replace(f"`{path}`", " path ").replace(path, " path ")
-    unigrams = [stem(t) for t in tokenize(_SPACE.sub(" ", text).lower(), keep_stopwords=True)]
+    unigrams = [light_stem(t) for t in tokenize(_SPACE.sub(" ", text).lower(), keep_stopwords=True)]
     unigrams = ["sym" if t in terms else t for t in unigrams]
     return unigrams + [f"{a} {b}" for a, b in pairwise(unigrams)]
 

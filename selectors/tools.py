@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 
 from llama_index.core.tools.types import ToolMetadata
 
-from arela_index.selectors.evidence import stem, variants
 from arela_index.selectors.intents import MEMORIES
+from arela_index.text.stem import light_stem, variants
 from arela_index.text.tokens import STOPWORDS, tokenize
 
 _DESCRIBES = {
@@ -64,10 +64,10 @@ def memory_indexes(tools: Sequence[ToolMetadata]) -> dict[str, int]:
 
 def closest_tool(question: str, tools: Sequence[ToolMetadata]) -> tuple[int, float]:
     """For tools that are none of the memories: the one whose description shares most words."""
-    asked = {stem(t) for t in tokenize(question)}
+    asked = {light_stem(t) for t in tokenize(question)}
     best, best_score = 0, -1.0
     for index, tool in enumerate(tools):
-        words = {stem(t) for t in tokenize(f"{tool.name or ''} {tool.description}")}
+        words = {light_stem(t) for t in tokenize(f"{tool.name or ''} {tool.description}")}
         score = len(asked & words) / (len(words) ** 0.5 or 1.0)
         if score > best_score:
             best, best_score = index, score
@@ -82,7 +82,7 @@ def description_terms(tools: Iterable[ToolMetadata]) -> frozenset[str]:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(t) for t in tokenize(text) if len(t) > 3 and t.lower() not in STOPWORDS}
+    return {light_stem(t) for t in tokenize(text) if len(t) > 3 and t.lower() not in STOPWORDS}
 
 
 def named_tool(

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -36,6 +37,7 @@ from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, s
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
 from arela_index.parsing.symbols import FileSymbols
 from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.code_refresh import refresh_sparse
 
 if TYPE_CHECKING:
     from arela_index.stores.graph import GraphStore
@@ -281,19 +283,30 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class _Previous(NamedTuple):
-    """The build a refresh starts from (its audit memory is read by the history process)."""
+class _Previous:
+    """The build a refresh starts from (its audit memory is read by the history process); its
+    code memory is read only when the refresh cannot copy it as it is (`refresh_sparse`)."""
 
-    folder: Path
-    manifest: Manifest
-    code: CodeStore
-    graph: GraphStore
+    def __init__(self, folder: Path, manifest: Manifest) -> None:
+        self.folder, self.manifest = folder, manifest
+
+    @cached_property
+    def code(self) -> CodeStore:
+        return CodeStore.load(self.folder / "code")
+
+    @cached_property
+    def graph(self) -> GraphStore:
+        """Its files' symbols, read when the graph is made: after the code memory, so that the
+        two phases' memory does not add up."""
+        from arela_index.stores.graph import GraphStore
+
+        return GraphStore.previous(self.folder / "graph")
 
 
 class _Built(NamedTuple):
-    """A new build's memories: its code store and each memory's stats."""
+    """A new build's memories: how its vectors were made, its chunks and each memory's stats."""
 
-    code: CodeStore
+    embedding: EmbeddingInfo | None
     chunks: int
     memories: dict[str, dict[str, Any]]
 
@@ -320,14 +333,14 @@ def _build_index(
             Manifest(
                 repo_root=str(scan.root),
                 head=scan.head,
-                embedding=None if built.code.embedding is None else built.code.embedding.__dict__,
+                embedding=None if built.embedding is None else built.embedding.__dict__,
                 files=hashes,
                 build_seconds=round(time.perf_counter() - started, 3),
                 memories=built.memories,
                 skipped=dict(scan.skip_reasons()),
                 languages=dict(scan.by_language()),
             ).save(folder)
-    embedding = built.code.embedding
+    embedding = built.embedding
     return BuildSummary(
         repo=str(scan.root),
         persist_dir=str(persist_dir),
@@ -356,10 +369,9 @@ def _build_memories(
     timings: dict[str, float],
 ) -> _Built:
     """The three memories into `folder`: only the changed files' chunks are parsed again."""
-    from arela_index.stores.graph import GraphStore
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
-    embed_model, embedding = embedder
+    embed_model = embedder[0]
     with _parse_pool(len(todo)) as pool, _side_process() as side:
         # History is read by git and a process of its own while the files are parsed: no
         # interpreter lock shared with the parsing, and a lower CPU priority, so the code
@@ -369,40 +381,94 @@ def _build_memories(
         audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
         with _timer(timings, "parse"):
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
-        if previous and changes is not None:
-            kept = previous.code.chunks_of({f.path for f in scan.files} - changes.changed)
-            unknown: list[list[str] | None] = [None] * len(kept)
-            chunks, tokens = kept + chunks, unknown + tokens
-        chunks, tokens = _in_reading_order(chunks, tokens)
-        with _timer(timings, "code"):
-            progress = _Progress(
-                len(chunks) if embed_model is not None else 0,
-                config.show_progress,
-                "embedding",
-                "chunk",
+        kept_paths = {f.path for f in scan.files} - (changes.changed if changes else set())
+        code_stats = None
+        if previous and changes is not None and embed_model is None:
+            with _timer(timings, "code"):
+                code_stats = refresh_sparse(
+                    previous.folder / "code", folder / "code", kept_paths,
+                    *_in_reading_order(chunks, tokens),
+                )  # fmt: skip
+        if code_stats is not None:
+            code_embedding, count = None, int(code_stats["chunks"])
+        else:
+            code = _code_memory(
+                folder, previous, kept_paths, chunks, tokens, embedder, config, timings
             )
-            code = CodeStore.build(
-                chunks,
-                folder / "code",
-                embed_model,
-                embedding,
-                previous=previous.code if previous else None,
-                progress=progress,
-                tokens=tokens,
-                vector_store=config.vector_store,
-            )
-            progress.close()
+            code_stats, code_embedding, count = code.stats(), code.embedding, len(code.chunks)
+            # The graph is resolved next: the chunks' memory goes back first, so the two
+            # memories' peaks do not add up.
+            del code
+        del chunks, tokens
         with _timer(timings, "graph"):
-            graph = GraphStore.build(
-                scan,
-                folder / "graph",
-                previous=previous.graph if previous else None,
-                changes=changes,
-                parsed=parsed,
-            )
+            graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
         audit, timings["audit"] = audit_job.result()
-    memories = {"code": code.stats(), "graph": graph.stats(), "audit": audit}
-    return _Built(code, len(chunks), memories)
+    memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
+    return _Built(code_embedding, count, memories)
+
+
+def _graph_memory(
+    scan: ScanResult,
+    folder: Path,
+    previous: _Previous | None,
+    changes: Changes | None,
+    parsed: dict[str, FileSymbols],
+) -> dict[str, Any]:
+    """The graph memory's stats: the previous graph patched where the change allows it
+    (`GraphStore.patch`: same symbols, same edges), else resolved from the files' symbols."""
+    from arela_index.stores.graph import GraphStore
+
+    before = previous.graph if previous else None
+    if (
+        previous is not None
+        and before is not None
+        and changes is not None
+        and FAILED not in previous.manifest.memories.get("graph", {FAILED: ""})
+        and GraphStore.patch(scan, folder / "graph", before, changes, parsed)
+    ):
+        return dict(previous.manifest.memories["graph"])
+    return GraphStore.build(
+        scan, folder / "graph", previous=before, changes=changes, parsed=parsed
+    ).stats()
+
+
+def _code_memory(
+    folder: Path,
+    previous: _Previous | None,
+    kept_paths: set[str],
+    chunks: list[TextNode],
+    tokens: list[list[str] | None],
+    embedder: tuple[Any, EmbeddingInfo | None],
+    config: ArelaConfig,
+    timings: dict[str, float],
+) -> CodeStore:
+    """The code memory made from its chunks, the kept files' read back from the previous build
+    (their vectors reused where the text is the same)."""
+    embed_model, embedding = embedder
+    if previous:
+        kept = previous.code.chunks_of(kept_paths)
+        unknown: list[list[str] | None] = [None] * len(kept)
+        chunks, tokens = kept + chunks, unknown + tokens
+    chunks, tokens = _in_reading_order(chunks, tokens)
+    with _timer(timings, "code"):
+        progress = _Progress(
+            len(chunks) if embed_model is not None else 0,
+            config.show_progress,
+            "embedding",
+            "chunk",
+        )
+        code = CodeStore.build(
+            chunks,
+            folder / "code",
+            embed_model,
+            embedding,
+            previous=previous.code if previous else None,
+            progress=progress,
+            tokens=tokens,
+            vector_store=config.vector_store,
+        )
+        progress.close()
+    return code
 
 
 def _notes(
@@ -413,7 +479,8 @@ def _notes(
 ) -> list[str]:
     """What the summary says besides the figures."""
     notes = []
-    old = previous.code.embedding if previous else None
+    info = previous.manifest.embedding if previous else None
+    old = EmbeddingInfo(**info) if info else None
     if old and embedding and old.label != embedding.label:
         notes.append(f"embedding changed from {old.label} to {embedding.label}: all re-embedded")
     if not scan.files:
@@ -580,14 +647,8 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
 
 def _load_previous(persist_dir: Path) -> _Previous | None:
     """The current build, to refresh from; None when there is none."""
-    from arela_index.stores.graph import GraphStore
 
     folder = current_build(persist_dir)
     if folder is None:
         return None
-    return _Previous(
-        folder,
-        Manifest.read(folder),
-        CodeStore.load(folder / "code"),
-        GraphStore.previous(folder / "graph"),
-    )
+    return _Previous(folder, Manifest.read(folder))

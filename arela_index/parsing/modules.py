@@ -93,7 +93,15 @@ def _rust_module(root: Path, path: str) -> str | None:
             continue
         inner = pure.relative_to(folder).with_suffix("")
         parts = list(inner.parts)
-        if parts and parts[0] == "src":
+        target = _target_of(_crate_targets(str(root / folder)), pure.relative_to(folder))
+        if target is not None:
+            # A crate rooted outside src/ (`[[bin]] path = "crates/core/main.rs"`): its modules
+            # are named from its root's folder, as `crate::flags` is, under the target's name.
+            crate, base = target
+            parts = list(inner.relative_to(base).parts) if base.parts else parts
+            if parts and parts[-1] in _RUST_ROOTS:
+                parts = parts[:-1]
+        elif parts and parts[0] == "src":
             parts = parts[1:]
             if parts and parts[-1] in _RUST_ROOTS:
                 parts = parts[:-1]
@@ -118,6 +126,52 @@ def _crate_name(folder: str) -> str | None:
             names.setdefault(section, found.group(1))
     name = names.get("lib") or names.get("package")
     return _NOT_IDENT.sub("_", name) if name else None
+
+
+@lru_cache(maxsize=1024)
+def _crate_targets(folder: str) -> tuple[tuple[PurePosixPath, str], ...]:
+    """The crates a Cargo.toml roots outside src/ ([lib], [[bin]], [[test]], [[bench]],
+    [[example]] with a `path`): (root file, name with `-` as `_`)."""
+    try:
+        lines = (Path(folder) / "Cargo.toml").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ()
+    found: list[tuple[PurePosixPath, str]] = []
+    section, table = "", dict[str, str]()
+    for line in [*lines, "[end]"]:
+        header = _SECTION.match(line) or _ARRAY.match(line)
+        if header:
+            if section in _TARGETS and "path" in table and "name" in table:
+                path = PurePosixPath(table["path"])
+                if path.parts and path.parts[0] != "src" and ".." not in path.parts:
+                    found.append((path, _NOT_IDENT.sub("_", table["name"])))
+            section, table = header.group(1), {}
+        elif (pair := _PAIR.match(line)) and section in _TARGETS:
+            table.setdefault(pair.group(1), pair.group(2))
+    return tuple(found)
+
+
+def _target_of(
+    targets: tuple[tuple[PurePosixPath, str], ...], path: PurePosixPath
+) -> tuple[str, PurePosixPath] | None:
+    """(crate name, its root's folder) of the target whose folder holds `path` most closely;
+    None when none does, or when several share that folder and none is `path` itself."""
+    holding = [(root, name) for root, name in targets if path.is_relative_to(root.parent)]
+    if not holding:
+        return None
+    deepest = max(len(root.parent.parts) for root, _ in holding)
+    closest = [(root, name) for root, name in holding if len(root.parent.parts) == deepest]
+    if len(closest) > 1:
+        closest = [(root, name) for root, name in closest if root == path]
+    if len(closest) != 1:
+        return None
+    root, name = closest[0]
+    return name, root.parent
+
+
+_TARGETS = frozenset({"lib", "bin", "test", "bench", "example"})
+_ARRAY = re.compile(r"^\s*\[\[\s*([\w.-]+)\s*\]\]")
+_PAIR = re.compile(r"""^\s*(name|path)\s*=\s*["']([^"']+)["']""")
 
 
 # Cargo.toml without a TOML library (Python 3.10 has none): section headers and `name = "x"`.

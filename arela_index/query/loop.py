@@ -403,14 +403,14 @@ class QueryLoop:
         if plan.split:  # each name searched and graded on its own: fusion would rank one lower
             groups: list[Group] = []
             for name in plan.split:
-                sub = Question.of(_about(plan.query, name, plan.split))
+                sub = question.rewritten(_about(plan.query, name, plan.split))
                 found = yield from self.router.fetch_steps(memories, sub, trace)
                 groups.append((sub, found))
             return groups
         if plan.query == question.text:  # a comparison is still split per compared entity
             found = yield from self.router.fetch_steps(memories, question, trace, trace.compared)
             return [(question, found)]
-        rewritten = Question.of(plan.query)
+        rewritten = question.rewritten(plan.query)
         found = yield from self.router.fetch_steps(memories, rewritten, trace)
         return [(rewritten, found)]
 

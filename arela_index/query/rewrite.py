@@ -14,8 +14,8 @@ from arela_index.errors import OllamaUnavailable
 from arela_index.query.steps import Steps, structured_call
 from arela_index.query.trace import Trace
 from arela_index.text.entities import Vocabulary
-from arela_index.text.question import FILLER, ROUTING_WORDS, Question
-from arela_index.text.tokens import STOPWORDS
+from arela_index.text.question import Question
+from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS
 
 _EXPANDED = 2  # a name defined in more places than this is too common to expand
 
@@ -94,21 +94,20 @@ def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
 
 
 def kept_limits(question: Question, rewritten: str, vocabulary: Vocabulary | None) -> str:
-    """`rewritten` with the question's time phrase and the authors it names put back: a retry
-    searches for other words, never for other years or other people.
+    """`rewritten` with the question's limits (its time phrase, the authors it names) put back
+    as the question holds them: a retry searches for other words, never for other years or other
+    people, and the code memory's search keeps their words.
 
     >>> kept_limits(Question.read("who changed sessions.py in 2023?"), "sessions.py", None)
     'sessions.py in 2023'
     """
-    from arela_index.text.timephrases import resolve_time
-
     kept = [rewritten]
-    window = resolve_time(question.text, None)
+    window = question.window()
     if window is not None and window.phrase.lower() not in rewritten.lower():
         kept.append(window.phrase)
     if vocabulary is not None:
-        authors = {vocabulary.author_named(w) for w in question.mentions.words}
-        kept.extend(sorted(a for a in authors if a and a.lower() not in rewritten.lower()))
+        authors = question.authors(vocabulary)
+        kept.extend(sorted(a for a in authors if a.lower() not in rewritten.lower()))
     return " ".join(kept)
 
 

@@ -16,7 +16,8 @@ from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
-from arela_index.nodes import METADATA_KEYS, make_node
+from arela_index.nodes import make_node
+from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_line
 from arela_index.stores.code_search import CodeSearch, SparseIndex
 from arela_index.stores.vectors import (
     FAISS_FILE,
@@ -26,8 +27,8 @@ from arela_index.stores.vectors import (
     describe_store,
 )
 
-_CHUNKS = "chunks.jsonl"
-_EMBEDDING = "embedding.json"  # the model, its dimension and which store holds the vectors
+_CHUNKS = CHUNKS_FILE
+_EMBEDDING = EMBEDDING_FILE
 
 
 @dataclass(frozen=True)
@@ -123,16 +124,12 @@ class CodeStore:
     def _save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
-            for c in self.chunks:
-                meta = {k: c.metadata.get(k) for k in METADATA_KEYS}
-                fh.write(
-                    json.dumps({"id": c.node_id, "text": c.text, **meta}, ensure_ascii=True) + "\n"
-                )
+            fh.writelines(chunk_line(c) + "\n" for c in self.chunks)
         if self.dense is not None and self.embedding is not None:
             row = {**asdict(self.embedding), "store": self.dense.record}
             (directory / _EMBEDDING).write_text(json.dumps(row), encoding="utf-8")
         if self.sparse is not None:
-            self.sparse.save(directory, self.chunks)
+            self.sparse.save(directory, [c.node_id for c in self.chunks])
 
     @classmethod
     def load(

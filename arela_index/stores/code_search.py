@@ -11,6 +11,7 @@ is its reciprocal rank among chunks plus its file's among files.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -77,6 +78,16 @@ def fuse(rankings: Iterable[Sequence[int]], k: float = RRF_K) -> dict[int, float
     return fused
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (np.unique's hash path is several times slower here);
+    `values` is sorted in place."""
+    values.sort()
+    ordered = values
+    return (
+        ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+    )
+
+
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The indexes of consecutive ranges, concatenated: [starts[0], starts[0] + 1, ...]."""
     return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
@@ -94,7 +105,7 @@ class SparseIndex:
     """The chunks' BM25 index and the files' (in path order), with one vocabulary.
 
     >>> sparse = SparseIndex.build(chunks, [None] * len(chunks))   # doctest: +SKIP
-    >>> sparse.save(Path("/tmp/idx/code"), chunks)                 # doctest: +SKIP
+    >>> sparse.save(Path("/tmp/idx/code"), [c.node_id for c in chunks])  # doctest: +SKIP
     >>> SparseIndex.load(Path("/tmp/idx/code"), chunks).paths     # doctest: +SKIP
     ['src/app.py', 'src/config.py']
     """
@@ -105,42 +116,97 @@ class SparseIndex:
     documents: int  # chunks
     _frequencies: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
 
+    terms: Terms | None = field(default=None, compare=False, repr=False)
+
     @classmethod
     def build(cls, chunks: Sequence[TextNode], terms: Sequence[list[str] | None]) -> SparseIndex:
         """Index `chunks` from their terms (`chunk_terms`; None: worked out here).
 
         The vocabulary is numbered in sorted order, so a build is reproducible.
         """
-        import bm25s
-        from bm25s.tokenization import Tokenized
-
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
         docs = [
             chunk_terms(chunk) if known is None else known
             for chunk, known in zip(chunks, terms, strict=True)
         ]
-        vocab = {term: i for i, term in enumerate(sorted(set().union(*docs)))}
-        ids = [list(map(vocab.__getitem__, doc)) for doc in docs]
-        chunk_index = bm25s.BM25()
-        chunk_index.index(Tokenized(ids=ids, vocab=dict(vocab)), show_progress=False)
-        paths = _paths(chunks)
+        return cls.from_terms(_paths(chunks), docs)
+
+    @classmethod
+    def from_terms(
+        cls, paths: Sequence[str], docs: Sequence[list[str] | int], reused: Terms | None = None
+    ) -> SparseIndex:
+        """Index documents given as terms or, as an int k, as chunk k of `reused` (a previous
+        build's terms, taken as they are: a refresh analyses only the chunks that changed).
+        `paths` is each document's file. The result is what `build` makes of the same terms."""
+        new = [doc for doc in docs if not isinstance(doc, int)]
+        terms_used: set[str] = set().union(*new) if new else set()
+        rows = np.array([doc for doc in docs if isinstance(doc, int)], dtype=np.int64)
+        old_flat = np.empty(0, dtype=np.int64)
+        if reused is not None and len(rows):
+            old_flat = reused.ids[_ranges(reused.starts[rows], reused.counts[rows])]
+            used = np.flatnonzero(np.bincount(old_flat, minlength=len(reused.vocab)))
+            terms_used.update(reused.vocab[i] for i in used.tolist())
+        vocab = sorted(terms_used)
+        number = {term: i for i, term in enumerate(vocab)}
+        old_counts = reused.counts if reused is not None else np.empty(0, dtype=np.int64)
+        counts = np.array(
+            [old_counts[d] if isinstance(d, int) else len(d) for d in docs], dtype=np.int64
+        )
+        ids = np.empty(int(counts.sum()), dtype=np.int32)
+        starts = np.cumsum(counts) - counts
+        if reused is not None and len(rows):
+            remap = np.full(len(reused.vocab), -1, dtype=np.int32)
+            remap[used] = [number[reused.vocab[i]] for i in used.tolist()]
+            where = np.flatnonzero([isinstance(d, int) for d in docs])
+            ids[_ranges(starts[where], counts[where])] = remap[old_flat]
+        for k, doc in enumerate(docs):
+            if not isinstance(doc, int):
+                ids[starts[k] : starts[k] + len(doc)] = [number[t] for t in doc]
+        return cls._indexed(list(paths), Terms(vocab, ids, counts))
+
+    @classmethod
+    def _indexed(cls, paths: list[str], terms: Terms) -> SparseIndex:
+        """bm25s's chunk and file indexes over documents given as term ids."""
+        from bm25s.tokenization import Tokenized
+
+        from arela_index.stores.bm25_flat import FlatDocs, flat_bm25
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        vocab = {term: i for i, term in enumerate(terms.vocab)}
+        chunk_index = flat_bm25()
+        docs = FlatDocs(terms.ids, terms.counts)
+        chunk_index.index(Tokenized(ids=docs, vocab=dict(vocab)), show_progress=False)
         files = sorted(set(paths))
         number = {p: i for i, p in enumerate(files)}
-        by_file: list[list[int]] = [[] for _ in files]
-        for path, doc in zip(paths, ids, strict=True):
-            by_file[number[path]].extend(sorted(set(doc)))
+        file_of = np.array([number[p] for p in paths], dtype=np.int64)
+        # A file's document: each of its chunks' distinct terms, chunk after chunk.
+        size = max(len(vocab), 1)
+        pairs = np.repeat(np.arange(len(docs), dtype=np.int64), terms.counts)
+        pairs *= size
+        pairs += terms.ids
+        pairs = _distinct(pairs)
+        chunk, term = np.divmod(pairs, size)
+        order = np.argsort(file_of[chunk], kind="stable")
+        per_file = np.bincount(file_of[chunk], minlength=len(files))
+        by_file = FlatDocs(term[order].astype(np.int32), per_file.astype(np.int64))
         # In double precision: file scores are compared with each other's shares (FILE_CUTOFF).
-        file_index = bm25s.BM25(dtype="float64")
+        file_index = flat_bm25(dtype="float64")
         file_index.index(Tokenized(ids=by_file, vocab=dict(vocab)), show_progress=False)
-        return cls(chunk_index, file_index, files, len(docs))
+        kept = Terms(terms.vocab, terms.ids, terms.counts, file_of.astype(np.int32))
+        return cls(chunk_index, file_index, files, len(docs), terms=kept)
 
-    def save(self, directory: Path, chunks: Sequence[TextNode]) -> None:
-        """Write both indexes into `directory`, each with its documents' names (chunk ids, paths)."""
+    def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
+        """Write both indexes into `directory`, each with its documents' names (chunk ids, paths),
+        and the chunks' terms (`Terms`) a refresh reuses."""
         quiet = {"show_progress": False, "raise_on_serialization_error": True}
-        self.chunks.save(
-            str(directory / _CHUNK_INDEX), [{"id": c.node_id} for c in chunks], **quiet
-        )
+        self.chunks.save(str(directory / _CHUNK_INDEX), [{"id": i} for i in chunk_ids], **quiet)
         self.files.save(str(directory / _FILE_INDEX), [{"path": p} for p in self.paths], **quiet)
+        if self.terms is not None:
+            self.terms.save(directory, self.paths, self._file_of())
+
+    def _file_of(self) -> np.ndarray:
+        """Each chunk's file, as its position in `paths`."""
+        assert self.terms is not None
+        return np.asarray(self.terms.file_of, dtype=np.int32)
 
     @classmethod
     def load(cls, directory: Path, chunks: Sequence[TextNode]) -> SparseIndex:
@@ -169,6 +235,55 @@ class SparseIndex:
     def file_scores(self, term_ids: Sequence[int]) -> np.ndarray:
         """Every file's BM25 score for the terms, files in `paths` order."""
         return _summed(self.files, term_ids, len(self.paths))
+
+
+_TERM_IDS, _VOCAB = "terms.npz", "terms.json"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """Every chunk's BM25 terms as ids into `vocab`, end to end: chunk k's are
+    `ids[starts[k]:starts[k] + counts[k]]`. Saved beside the indexes, so a refresh takes the
+    kept chunks' terms as they are instead of analysing their text again.
+
+    >>> t = Terms(["a", "b"], np.array([0, 1, 1], dtype=np.int32), np.array([1, 2]))
+    >>> t.starts.tolist()
+    [0, 1]
+    """
+
+    vocab: list[str]
+    ids: np.ndarray  # int32
+    counts: np.ndarray  # int64, one per chunk
+    file_of: np.ndarray | None = None  # each chunk's file, a position in the saved paths
+
+    @property
+    def starts(self) -> np.ndarray:
+        return np.cumsum(self.counts) - self.counts
+
+    def save(self, directory: Path, paths: list[str], file_of: np.ndarray) -> None:
+        np.savez(directory / _TERM_IDS, ids=self.ids, counts=self.counts, files=file_of)
+        row = {"vocab": self.vocab, "paths": paths}
+        (directory / _VOCAB).write_text(json.dumps(row), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path, chunks: int) -> tuple[Terms, list[str]] | None:
+        """The terms a build saved and its files' paths (`file_of` numbers them); None when
+        it saved none (an older build) or they do not fit `chunks` chunks: a refresh then
+        analyses every chunk again."""
+        try:
+            with np.load(directory / _TERM_IDS) as arrays:
+                ids, counts, file_of = arrays["ids"], arrays["counts"], arrays["files"]
+            row = json.loads((directory / _VOCAB).read_text(encoding="utf-8"))
+            vocab, paths = row["vocab"], row["paths"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if len(counts) != chunks or len(file_of) != chunks or int(counts.sum()) != len(ids):
+            return None
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(vocab)):
+            return None
+        if chunks and (int(file_of.min()) < 0 or int(file_of.max()) >= len(paths)):
+            return None
+        return cls(vocab, ids, counts.astype(np.int64), file_of), paths
 
 
 def _paths(chunks: Sequence[TextNode]) -> list[str]:

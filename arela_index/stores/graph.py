@@ -21,11 +21,15 @@ from arela_index.indexing.scanner import ScanResult, SourceFile
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.modules import module_name
 from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
+from arela_index.stores.graph_refresh import (
+    FORMAT,
+    GRAPH_FILE,
+    SYMBOLS_FILE,
+    refresh_graph,
+    write_json,
+)
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
 
-GRAPH_FILE = "graph.json"
-SYMBOLS_FILE = "symbols.json"
-FORMAT = 1
 RELATIONS = ("defines", "calls", "imports", "inherits")
 
 
@@ -125,25 +129,7 @@ class GraphStore:
                 # No source file changed (prose, configuration, history did): the same graph.
                 link_memory(previous._symbols_file.parent, directory)
                 return cls.load(directory)
-        parsed = parsed or {}
-        changed = changes.changed if changes is not None else frozenset()
-        files: dict[str, FileSymbols] = {}
-        digests: dict[str, str] = {}
-        for source in sorted(scan.files, key=lambda f: f.path):
-            if not parses(source.language):
-                continue
-            digests[source.path] = source.sha256
-            if source.path in parsed:
-                files[source.path] = parsed[source.path]
-            elif (
-                previous is not None
-                and source.path not in changed
-                and previous.digests.get(source.path) == source.sha256
-                and source.path in previous.files
-            ):
-                files[source.path] = previous.files[source.path]
-            else:
-                files[source.path] = _extract(source)
+        files, digests = _current_files(scan, previous, changes, parsed)
         try:
             graph = _graph(files.values())
         except Exception as exc:
@@ -152,19 +138,51 @@ class GraphStore:
         store.save(directory)
         return store
 
+    @classmethod
+    def patch(
+        cls,
+        scan: ScanResult,
+        directory: Path,
+        previous: GraphStore,
+        changes: Changes,
+        parsed: Mapping[str, FileSymbols],
+    ) -> bool:
+        """Write into `directory` the previous graph with only the changed files' edges and
+        lines redone (`graph_refresh`); False when the change needs `build` (nothing written)."""
+        if previous._symbols_file is None:
+            return False
+        kept = {f.path for f in scan.files if parses(f.language)}
+        if not (changes.touched & (kept | set(previous.graph.graph.get("files", {})))):
+            return False  # no source file changed: `build` keeps the graph as it is
+        files, digests = _current_files(scan, previous, changes, parsed)
+        return refresh_graph(
+            previous._symbols_file.parent, directory, previous.files, files, digests
+        )
+
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        data = nx.node_link_data(self.graph, edges="edges")
-        data["format"] = FORMAT
-        _write_json(directory / GRAPH_FILE, data)
+        graph = self.graph
+        # What nx.node_link_data(graph, edges="edges") holds, made as it is written.
+        data = {
+            "directed": True,
+            "multigraph": True,
+            "graph": graph.graph,
+            "nodes": ({**graph.nodes[n], "id": n} for n in graph),
+            "edges": (
+                {**d, "source": u, "target": v, "key": k}
+                for u, v, k, d in graph.edges(keys=True, data=True)
+            ),
+            "format": FORMAT,
+        }
+        write_json(directory / GRAPH_FILE, data)
         symbols = {
             "format": FORMAT,
-            "files": [
+            "files": (
                 {**self.files[p].to_json(), "sha256": self.digests.get(p)}
                 for p in sorted(self.files)
-            ],
+            ),
         }
-        _write_json(directory / SYMBOLS_FILE, symbols)
+        write_json(directory / SYMBOLS_FILE, symbols)
 
     @classmethod
     def previous(cls, directory: Path) -> GraphStore:
@@ -193,7 +211,7 @@ class GraphStore:
         if not (directory / SYMBOLS_FILE).is_file():
             raise corrupt(directory / SYMBOLS_FILE, "missing")
         try:
-            graph = nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
+            graph = _node_link_graph(data)
             store = cls(graph, symbols_file=directory / SYMBOLS_FILE)
         except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError) as exc:
             raise corrupt(path, f"malformed graph: {type(exc).__name__}: {exc}") from None
@@ -257,7 +275,7 @@ class GraphStore:
         if self.graph.nodes.get(name, {}).get("kind", "external") != "external":
             return [name], "exact"
         lower = name.lower()
-        tails = self._by_tail.get(lower, [])
+        tails = self._tails(lower)
         exact_case = [q for q in tails if q.endswith("." + name)]
         if lower in self._by_lower:
             # `FastAPI` is the class `fastapi.applications.FastAPI`, not the package `fastapi`:
@@ -297,7 +315,7 @@ class GraphStore:
                 if score >= cutoff:
                     scored[score].update(
                         q
-                        for q in self._by_tail[known]
+                        for q in self._tails(known)
                         if not scope or f".{scope}." in f".{q.lower()}"
                     )
         best = next((found for _, found in sorted(scored.items(), reverse=True) if found), set())
@@ -476,14 +494,21 @@ class GraphStore:
         return found
 
     @cached_property
-    def _by_tail(self) -> dict[str, list[str]]:
-        """Lower-cased dotted tails of qualified names ("b.c", "c" for "a.b.c")."""
+    def _by_last(self) -> dict[str, list[str]]:
+        """Qualified names by their lower-cased last part ("c" for "a.b.c"), in name order."""
         found: dict[str, list[str]] = defaultdict(list)
         for qualname in self._defined:
-            parts = qualname.lower().split(".")
-            for i in range(1, len(parts)):
-                found[".".join(parts[i:])].append(qualname)
+            found[qualname.rpartition(".")[2].lower()].append(qualname)
         return found
+
+    def _tails(self, tail: str) -> list[str]:
+        """Qualified names ending with the lower-cased dotted `tail` ("b.c" or "c" of "a.b.c"),
+        in name order: those of its last part, filtered (one dict entry per symbol, not one per
+        dotted tail: the first question after a load builds it)."""
+        named = self._by_last.get(tail.rpartition(".")[2], [])
+        if "." not in tail:
+            return [q for q in named if "." in q]
+        return [q for q in named if q.lower().endswith("." + tail)]
 
     @cached_property
     def _calls_out(self) -> dict[str, list[tuple[str, int | None]]]:
@@ -498,6 +523,36 @@ class GraphStore:
 def _grams(word: str) -> set[str]:
     padded = f"^{word}$"
     return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def _current_files(
+    scan: ScanResult,
+    previous: GraphStore | None,
+    changes: Changes | None,
+    parsed: Mapping[str, FileSymbols] | None,
+) -> tuple[dict[str, FileSymbols], dict[str, str]]:
+    """Each parsed file's extraction (the caller's, the previous build's when unchanged, or made
+    here) and its content hash, in path order."""
+    parsed = parsed or {}
+    changed = changes.changed if changes is not None else frozenset()
+    files: dict[str, FileSymbols] = {}
+    digests: dict[str, str] = {}
+    for source in sorted(scan.files, key=lambda f: f.path):
+        if not parses(source.language):
+            continue
+        digests[source.path] = source.sha256
+        if source.path in parsed:
+            files[source.path] = parsed[source.path]
+        elif (
+            previous is not None
+            and source.path not in changed
+            and previous.digests.get(source.path) == source.sha256
+            and source.path in previous.files
+        ):
+            files[source.path] = previous.files[source.path]
+        else:
+            files[source.path] = _extract(source)
+    return files, digests
 
 
 def _extract(source: SourceFile) -> FileSymbols:
@@ -569,12 +624,26 @@ def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
     return graph
 
 
-def _write_json(path: Path, data: Any) -> None:
-    # dumps, not dump: only the former runs entirely in the C encoder.
-    path.write_text(
-        json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True),
-        encoding="utf-8",
-    )
+def _node_link_graph(data: dict[str, Any]) -> nx.MultiDiGraph:
+    """What `nx.node_link_graph` reads from `save`'s data, the same graph in the same order, in
+    half its time (it adds edge by edge, copying each edge's attributes; the first query after
+    a load waits for this): nodes and adjacency are filled as `MultiDiGraph.add_edge` does."""
+    graph = nx.MultiDiGraph()
+    graph.graph.update(data.get("graph") or {})
+    node, succ, pred = graph._node, graph._succ, graph._pred
+    for attrs in data["nodes"]:
+        name = attrs.pop("id")
+        node[name], succ[name], pred[name] = attrs, {}, {}
+    for attrs in data["edges"]:
+        u, v, key = attrs.pop("source"), attrs.pop("target"), attrs.pop("key")
+        for end in (u, v):
+            if end not in node:
+                node[end], succ[end], pred[end] = {}, {}, {}
+        keyed = succ[u].get(v)
+        if keyed is None:
+            keyed = succ[u][v] = pred[v][u] = {}  # one dict seen from both ends, as networkx's
+        keyed[key] = attrs
+    return graph
 
 
 def _read_json(path: Path) -> Any:

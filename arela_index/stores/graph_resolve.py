@@ -214,21 +214,33 @@ class Resolver:
 
     def edges(self) -> list[Edge]:
         """Every reference of every file as an edge; inheritance first, since lookups use it."""
+        out = self.inheritance()
+        for fs in self.files:
+            out.extend(self.file_edges(fs, inherits=False))
+        return out
+
+    def inheritance(self) -> list[Edge]:
+        """Every file's inherits edges, learning each class's bases (which later lookups use)."""
         out: list[Edge] = []
         for fs in self.files:
-            for ref in fs.references:
-                if ref.relation == "inherits":
-                    key, precise = self.resolve(ref, fs)
-                    key = self._class_of_module(key)
-                    source = self.follow(ref.source) or self._type_named(ref.source, fs)
-                    if source and key != source:
-                        out.append(Edge(source, key, "inherits", ref.line, precise, fs.path))
-                        if key in self.defs and key not in self.bases[source]:
-                            self.bases[source].append(key)
-        for fs in self.files:
-            for ref in fs.references:
-                if ref.relation != "inherits":
-                    key, precise = self.resolve(ref, fs)
-                    if key != ref.source:
-                        out.append(Edge(ref.source, key, ref.relation, ref.line, precise, fs.path))
+            out.extend(self.file_edges(fs, inherits=True, learn=True))
+        return out
+
+    def file_edges(self, fs: FileSymbols, inherits: bool, learn: bool = False) -> list[Edge]:
+        """One file's inherits edges (with `learn`, adding each to the bases as it is found),
+        or its other edges (once `inheritance` has run)."""
+        out: list[Edge] = []
+        for ref in fs.references:
+            if (ref.relation == "inherits") != inherits:
+                continue
+            key, precise = self.resolve(ref, fs)
+            if inherits:
+                key = self._class_of_module(key)
+                source = self.follow(ref.source) or self._type_named(ref.source, fs)
+                if source and key != source:
+                    out.append(Edge(source, key, "inherits", ref.line, precise, fs.path))
+                    if learn and key in self.defs and key not in self.bases[source]:
+                        self.bases[source].append(key)
+            elif key != ref.source:
+                out.append(Edge(ref.source, key, ref.relation, ref.line, precise, fs.path))
         return out

@@ -1,34 +1,24 @@
-"""A question, read once at the entrance: its text cut to one limit, what it names, and the words
-that could appear in what answers it. The selector, the router and the grader share this reading."""
+"""A question, read once at the entrance: its text cut to one limit, what it names, the words that
+could appear in what answers it, and its limits (a time, people). The selector, the router, the
+memories, the grader and the rewrite share this reading; a rewrite of it keeps its limits."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
 
 from llama_index.core.schema import QueryBundle, QueryType
 
 from arela_index.errors import ArelaError
-from arela_index.text.entities import Mentions, extract_mentions
-from arela_index.text.tokens import STOPWORDS, words
+from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
+from arela_index.text.timephrases import TimePhrases, TimeWindow
+from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
 
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
-
-# Words that steer routing but match no code: they only dilute a sparse query.
-ROUTING_WORDS = frozenset(
-    """who whom whose what which when where why how does do did is are was were calls call
-    called calling caller callers callee callees invoke invokes invoked uses use used using
-    import imports imported importing inherit inherits inherited inheriting subclass
-    subclasses base bases extends defined define definition declared implement implements
-    implemented change changed changes changing modify modified last latest recent recently
-    week month year yesterday today ago commit commits history author authored wrote written
-    explain describe difference differences between versus compare compared comparison work
-    works working happen happens mean means meaning purpose""".split()  # noqa: SIM905
-)
-FILLER = frozenset(
-    "hey hi hello thanks ok okay like kind sort actually really basically just stuff bit".split()  # noqa: SIM905
-)
 
 
 def content_terms(text: str) -> list[str]:
@@ -70,6 +60,17 @@ class Question:
     # The text with its line breaks, when it had any: they tell a pasted report's code blocks and
     # tracebacks from its prose (selectors/reports.py).
     lines: str = field(default="", repr=False, compare=False)
+    # The question as the user asked it, when this one is a rewrite of it (a retry's query): the
+    # limits are that question's, so a retry never searches other years or other people.
+    origin: Question | None = field(default=None, repr=False, compare=False)
+    # What one vocabulary finds it naming, read once per vocabulary (the selector's and the audit
+    # memory's are usually the index's one).
+    _found: dict[int, tuple[Vocabulary, Found]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _authors: dict[int, tuple[Vocabulary, tuple[str, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def read(cls, query: QueryType | Question, *, empty_ok: bool = False) -> Question:
@@ -94,6 +95,61 @@ class Question:
         """A text the system wrote itself (a rewritten query, a sub-question), read as is."""
         return cls(text, extract_mentions(text))
 
+    def rewritten(self, text: str) -> Question:
+        """`text`, written in place of this question for another search: read as is, with the
+        limits of the question as asked."""
+        return replace(Question.of(text), origin=self.asked)
+
+    @property
+    def asked(self) -> Question:
+        """The question as the user asked it (this one, unless it is a rewrite)."""
+        return self.origin or self
+
+    # -- limits: the asked question's, read once ------------------------------------------------
+
+    @cached_property
+    def time(self) -> TimePhrases:
+        """The phrases that may name a time ("in 2023", "since v8.1"), read once."""
+        return self.origin.time if self.origin is not None else TimePhrases(self.text)
+
+    def window(
+        self, reference: datetime | None = None, tags: Mapping[str, datetime] | None = None
+    ) -> TimeWindow | None:
+        """The time the question is limited to, resolved against a repository's newest commit
+        and tags (without them: against today, and no tag phrase resolves)."""
+        return self.time.resolve(reference, tags)
+
+    def without_time(self, window: TimeWindow | None) -> str:
+        """This question's text with the time phrase cut out, for matching the rest by words."""
+        if window is None:
+            return self.text
+        if self.origin is None:
+            return window.without(self.text)
+        # A rewrite holds the phrase as `kept_limits` put it back, if at all.
+        return re.sub(re.escape(window.phrase), " ", self.text, count=1, flags=re.I).strip()
+
+    def found(self, vocabulary: Vocabulary) -> Found:
+        """The symbols, paths and authors `vocabulary` knows that this question names (shared:
+        not to be changed)."""
+        kept = self._found.get(id(vocabulary))
+        if kept is None or kept[0] is not vocabulary:
+            kept = (vocabulary, vocabulary.find(self.text, self.mentions))
+            self._found[id(vocabulary)] = kept
+        return kept[1]
+
+    def authors(self, vocabulary: Vocabulary) -> tuple[str, ...]:
+        """The commit authors the question (as asked) names: a whole name, or a part of one
+        longer than two letters written capitalised ("Lord", not "lord"); a one-word name
+        exactly as the author writes it ("Test", not "test")."""
+        asked = self.asked
+        kept = asked._authors.get(id(vocabulary))
+        if kept is not None and kept[0] is vocabulary:
+            return kept[1]
+        candidates = [a for a in map(vocabulary.author_named, asked.mentions.words) if a]
+        found = named_authors(asked.text, candidates) if candidates else ()
+        asked._authors[id(vocabulary)] = (vocabulary, found)
+        return found
+
     # Read when first asked for (routing alone needs neither), then kept.
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -116,4 +172,42 @@ class Question:
         return not self.names and len(self.terms) <= 1
 
     def bundle(self) -> QueryBundle:
-        return QueryBundle(self.text)
+        """The question as LlamaIndex's retrievers take it, carrying this reading along (a
+        memory asked through `aretrieve` keeps a rewrite's limits)."""
+        return _Carried(self.text, question=self)
+
+    @staticmethod
+    def carried_by(bundle: QueryBundle) -> Question | None:
+        """The question a bundle carries (made by `bundle()`, or a route's), if any."""
+        carried = getattr(bundle, "question", None)
+        return carried if isinstance(carried, Question) else None
+
+
+@dataclass
+class _Carried(QueryBundle):
+    """A stock `QueryBundle` with the question it was made from."""
+
+    question: Question | None = None
+
+
+def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
+    """The candidates a text really names: the full name, or a part of it written capitalised.
+
+    "Who sped up the test runner?" must not filter on an author called "Test"; a one-word name
+    must be written exactly as the author writes it.
+
+    >>> named_authors("what did lord and Jane Doe change?", ["David Lord", "Jane Doe"])
+    ('Jane Doe',)
+    """
+    out: list[str] = []
+    for author in dict.fromkeys(candidates):
+        flags = re.I if " " in author.strip() else 0
+        full = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", text, flags)
+        part = " " in author.strip() and any(
+            re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text)
+            for p in author.split()
+            if len(p) > 2 and p[:1].isupper()
+        )
+        if full or part:
+            out.append(author)
+    return tuple(out)

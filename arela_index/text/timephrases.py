@@ -118,15 +118,48 @@ def resolve_time(
     `reference` is the newest commit's date (its timezone decides where days begin); `tags` maps
     tag names to the dates of the commits they point at, for "since v8.1" or "between v1 and v2".
     """
-    ref = reference or datetime.now(timezone.utc)
-    ref = ref if ref.tzinfo else ref.replace(tzinfo=timezone.utc)
-    resolver = _Resolver(ref, dict(tags or {}))
-    for kind, pattern in _PATTERNS:
-        for match in pattern.finditer(question):
+    return TimePhrases(question).resolve(reference, tags)
+
+
+class TimePhrases:
+    """The phrases of one text that may name a time, found once (when first resolved); each
+    repository resolves them against its own newest commit and tags.
+
+    >>> phrases = TimePhrases("who changed sessions.py in 2023?")
+    >>> phrases.resolve(None).phrase, phrases.resolve(datetime(2024, 1, 1)).start.year
+    ('in 2023', 2023)
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._found: list[tuple[str, re.Match[str]]] | None = None
+
+    @property
+    def found(self) -> list[tuple[str, re.Match[str]]]:
+        """Every candidate phrase, in the order they are tried: pattern by pattern, then left to
+        right. Most questions name no time, and most of those are never asked for one."""
+        if self._found is None:
+            self._found = [
+                (kind, match)
+                for kind, pattern in _PATTERNS
+                for match in pattern.finditer(self.text)
+            ]
+        return self._found
+
+    def resolve(
+        self, reference: datetime | None, tags: Mapping[str, datetime] | None = None
+    ) -> TimeWindow | None:
+        """The first phrase that resolves (a tag phrase only when the tag exists), as a window."""
+        if not self.found:
+            return None
+        ref = reference or datetime.now(timezone.utc)
+        ref = ref if ref.tzinfo else ref.replace(tzinfo=timezone.utc)
+        resolver = _Resolver(ref, dict(tags or {}))
+        for kind, match in self.found:
             window = resolver.resolve(kind, match)
             if window is not None:
                 return window
-    return None
+        return None
 
 
 class _Resolver:

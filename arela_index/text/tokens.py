@@ -15,10 +15,14 @@ from functools import lru_cache
 
 from arela_index.text.stem import stem
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+# The one word pattern: runs of word characters, Unicode letters included, as bm25s, the stock
+# `BM25Retriever` and FTS5's unicode61 read them.
+_WORD = re.compile(r"\w+")
+# How a word splits into identifiers (`0x1F` holds `0` and `x1F`), and an identifier into parts.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
-# The one stopword list, in two tiers. The index drops only the first: bm25s's English list, the
+# The one stopword list, in tiers. The index drops only the first: bm25s's English list, the
 # stock `BM25Retriever`'s default, so the code memory's index is the one that retriever makes; in
 # code, words like "get", "find" or "show" are parts of names and worth indexing. A question's
 # words drop both tiers: "who", "how", "please" or "tell" name nothing to look for.
@@ -38,10 +42,22 @@ STOPWORDS = INDEX_STOPWORDS | frozenset(
     get gets got tell show find give let please thing things
     """.split()  # noqa: SIM905
 )
-# The index's token pattern (bm25s's and the `BM25Retriever`'s): runs of two or more word
-# characters, Unicode letters included.
-_INDEX_TOKEN = re.compile(r"(?u)\b\w\w+\b")
-_SEARCH_WORD = re.compile(r"\w+")
+
+# A question's content words (`question.content_terms`) drop a third tier: words that steer
+# routing but match no code (they only dilute a sparse query), and filler.
+ROUTING_WORDS = frozenset(
+    """who whom whose what which when where why how does do did is are was were calls call
+    called calling caller callers callee callees invoke invokes invoked uses use used using
+    import imports imported importing inherit inherits inherited inheriting subclass
+    subclasses base bases extends defined define definition declared implement implements
+    implemented change changed changes changing modify modified last latest recent recently
+    week month year yesterday today ago commit commits history author authored wrote written
+    explain describe difference differences between versus compare compared comparison work
+    works working happen happens mean means meaning purpose""".split()  # noqa: SIM905
+)
+FILLER = frozenset(
+    "hey hi hello thanks ok okay like kind sort actually really basically just stuff bit".split()  # noqa: SIM905
+)
 
 
 @lru_cache(maxsize=65536)
@@ -58,8 +74,13 @@ def split_identifier(word: str) -> tuple[str, ...]:
 
 
 def words(text: str) -> list[str]:
-    """Raw identifier-like words of a text, in order."""
-    return _WORD.findall(text)
+    """The identifiers (and numbers) of a text's words, in order.
+
+    >>> words("parse_config(0x1F) naïve")
+    ['parse_config', '0', 'x1F', 'na', 've']
+    """
+    # The same as splitting each `_WORD` into identifiers: identifiers are made of word characters.
+    return _IDENTIFIER.findall(text)
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
@@ -89,7 +110,7 @@ def index_terms(text: str) -> list[str]:
     >>> index_terms("the parseConfig(path)")
     ['parseconfig', 'path', 'pars', 'config']
     """
-    tokens = [t for t in _INDEX_TOKEN.findall(text.lower()) if t not in INDEX_STOPWORDS]
+    tokens = [t for t in _WORD.findall(text.lower()) if len(t) > 1 and t not in INDEX_STOPWORDS]
     for parts in sorted(compound_parts(text)):
         tokens.extend(p for p in parts if len(p) > 1 and p not in INDEX_STOPWORDS)
     return stem(tokens)
@@ -104,7 +125,7 @@ def search_terms(text: str, drop: Iterable[str] = ()) -> list[str]:
     """
     skip = STOPWORDS | {d.lower() for d in drop}
     terms: dict[str, None] = {}
-    for token in _SEARCH_WORD.findall(text):
+    for token in _WORD.findall(text):
         lower = token.lower()
         if lower in skip:
             continue
@@ -147,7 +168,7 @@ def compound_parts(text: str) -> set[tuple[str, ...]]:
     >>> sorted(compound_parts("parseConfig(path); parse_config; ok"))
     [('parse', 'config')]
     """
-    found = set(_WORD.findall(text))
+    found = set(words(text))
     with _SPLITS_LOCK:
         new = found - _SEEN
         if new:

@@ -134,6 +134,8 @@ INDEX_FILES = (
     "code/bm25_files/params.index.json",
     "code/bm25_files/corpus.jsonl",
     "code/bm25_files/corpus.mmindex.json",
+    "code/terms.npz",
+    "code/terms.json",
     "graph/graph.json",
     "graph/symbols.json",
     "audit/audit.sqlite",

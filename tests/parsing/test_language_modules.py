@@ -132,6 +132,30 @@ def test_rust_impl_trait_for_type_is_an_implements_edge_across_crates(tmp_path: 
     assert {"grep_printer.standard.StandardSink", "grep_printer.json.JSONSink"} <= set(shown)
 
 
+RUST_BIN_OUTSIDE_SRC = {
+    "Cargo.toml": (
+        '[package]\nname = "ripgrep"\nversion = "1.0.0"\n\n'
+        '[[bin]]\nbench = false\npath = "crates/core/main.rs"\nname = "rg"\n\n'
+        '[workspace]\nmembers = ["crates/searcher"]\n'
+    ),
+    "crates/core/main.rs": "mod flags;\n\nfn main() {\n    flags::parse_low();\n}\n",
+    "crates/core/flags/mod.rs": "mod defs;\n\npub fn parse_low() -> bool {\n    true\n}\n",
+    "crates/core/flags/defs.rs": "pub struct Flag;\n\nimpl Flag {\n    pub fn name(&self) {}\n}\n",
+    "crates/searcher/Cargo.toml": '[package]\nname = "grep-searcher"\nversion = "0.1.0"\n',
+    "crates/searcher/src/lib.rs": "pub fn search() {}\n",
+}
+
+
+def test_rust_binary_crate_outside_src_is_named_by_its_crate_path(tmp_path: Path) -> None:
+    # ripgrep's `rg` is rooted at crates/core/main.rs: its modules are rg::flags, rg::flags::defs,
+    # not the folders that lead to them from the workspace's Cargo.toml.
+    index = indexed(tmp_path, RUST_BIN_OUTSIDE_SRC)
+    names = set(index.graph.symbol_names())
+    assert {"rg.flags.parse_low", "rg.flags.defs.Flag", "rg.flags.defs.Flag.name"} <= names
+    assert not [n for n in names if "crates" in n.split(".")]
+    assert "grep_searcher.search" in names  # a library crate keeps its own name
+
+
 GIN_LIKE = {
     "go.mod": "module github.com/gin-gonic/gin\n\ngo 1.21\n",
     "context.go": (

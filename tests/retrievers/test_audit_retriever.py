@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,13 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from support.gitrepo import GitRepo
 
 from arela_index.indexing.scanner import scan_repository
+from arela_index.query.steps import arun, run
+from arela_index.query.trace import Trace
 from arela_index.retrievers.audit import AuditLogRetriever
+from arela_index.retrievers.router import build_router
 from arela_index.stores.audit import AuditStore
 from arela_index.text.entities import Vocabulary
+from arela_index.text.question import Question
 
 CONFIG = """from pathlib import Path
 
@@ -325,3 +330,38 @@ def test_an_empty_memory_answers_nothing(tmp_path: Path) -> None:
     (tmp_path / "src" / "a.py").write_text("x = 1\n")
     store = AuditStore.build(scan_repository(tmp_path / "src"), tmp_path / "audit")
     assert AuditLogRetriever(store).retrieve("what changed last week?") == []
+
+
+def test_a_rewrite_keeps_the_question_s_limits(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    """A retry's query may drop the time phrase and the person: the limits are the question's."""
+    asked = Question.read("what did Bob Stone change in February 2024?")
+    assert commits(retriever.ask(asked)) == [history["env"]]
+    rewritten = asked.rewritten("config")
+    plan = retriever.plan(rewritten)
+    assert plan.authors == ["Bob Stone"] and plan.window is not None
+    assert plan.window.phrase == "in February 2024"
+    assert commits(retriever.ask(rewritten)) == [history["env"]]
+    # The same word asked afresh is limited by nothing: every commit of config.py.
+    fresh = commits(retriever.ask(Question.read("config")))
+    assert set(fresh) == {history["add"], history["pathlib"], history["env"]}
+
+
+def test_a_rewrite_keeps_its_limits_through_a_router_sync_or_async(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    rewritten = Question.read("what did Bob Stone change in February 2024?").rewritten("config")
+    router = build_router(None, None, retriever)
+    found = run(router.fetch_steps(["audit"], rewritten, Trace()))
+    assert commits(found) == [history["env"]]
+    found = asyncio.run(arun(router.fetch_steps(["audit"], rewritten, Trace())))
+    assert commits(found) == [history["env"]]
+    assert commits(asyncio.run(retriever.aretrieve(rewritten.bundle()))) == [history["env"]]
+
+
+def test_the_plan_cuts_the_time_phrase_a_rewrite_put_back(retriever: AuditLogRetriever) -> None:
+    asked = Question.read("who changed config.py in January 2024?")
+    plan = retriever.plan(asked.rewritten("config.py in January 2024"))
+    assert plan.window is not None and plan.window.start is not None
+    assert plan.window.start.month == 1 and "january" not in plan.terms

@@ -7,13 +7,16 @@ import threading
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
-from arela_index.text.stem import stem
+from arela_index.selectors.arela_selector import ArelaSelector
+from arela_index.text.entities import Vocabulary
+from arela_index.text.stem import stem, variants
 from arela_index.text.tokens import (
     INDEX_STOPWORDS,
     STOPWORDS,
     index_terms,
     search_terms,
     tokenize,
+    words,
 )
 
 
@@ -54,3 +57,24 @@ def test_search_terms_are_words_never_syntax() -> None:
         "config",
     ]
     assert search_terms("the of and") == []
+
+
+def test_one_word_pattern_for_the_index_the_question_and_the_history() -> None:
+    # Runs of word characters, Unicode included, as bm25s and FTS5's unicode61 read them.
+    assert index_terms("naïve 0x1F café") == ["naïv", "0x1f", "café", "x1"]
+    assert search_terms("naïve 0x1F")[::3] == ["naïve", "0x1f"]  # whole words, then their parts
+    # A word's identifiers: `0x1F` holds `0` and `x1F`; a compound splits into its parts.
+    assert words("parseConfig(0x1F)") == ["parseConfig", "0", "x1F"]
+    assert index_terms("parseConfig") == ["parseconfig", "pars", "config"]
+
+
+def test_the_selector_matches_inflections_only() -> None:
+    """The selector's word match undoes inflections; Snowball's stems go further (`consumer` is
+    `consume`'s stem), which would put 'when was the Kafka consumer added?' in scope of a
+    repository with a `consume` function."""
+    assert variants("consumed") & variants("consume") and variants("jobs") & variants("job")
+    assert not variants("consumer") & variants("consume")
+    assert stem(["consumer"]) == stem(["consume"])
+    selector = ArelaSelector(Vocabulary(symbols=["app.queue.consume"]))
+    assert selector.route("when was the Kafka consumer added?").out_of_scope
+    assert selector.route("when was consume changed?").memory_names == ["audit"]

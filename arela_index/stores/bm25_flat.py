@@ -1,0 +1,111 @@
+"""bm25s's index built from documents held as one array of term ids, in NumPy.
+
+`bm25s.BM25.build_index_from_ids` is the documented place to build an index another way. Its
+own counts terms document by document in Python (a `Counter` and a set per document): on a
+large repository that is most of a refresh's cost. This one makes the same scores with array
+operations, each score from the same floating-point operations in the same order, so the index
+is bm25s's own to the last bit (tests/stores/test_code_bm25_build.py holds it to that).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+class FlatDocs:
+    """Documents as term ids end to end: document k's are `ids[s:s + counts[k]]`."""
+
+    def __init__(self, ids: np.ndarray, counts: np.ndarray) -> None:
+        self.ids = ids
+        self.counts = counts
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+
+def flat_bm25(dtype: str = "float32") -> Any:
+    """A `bm25s.BM25` (Lucene scoring, bm25s's defaults) that indexes `FlatDocs`.
+
+    >>> from bm25s.tokenization import Tokenized
+    >>> index = flat_bm25()
+    >>> docs = FlatDocs(np.array([0, 1, 1, 2], dtype=np.int32), np.array([2, 2]))
+    >>> index.index(Tokenized(ids=docs, vocab={"a": 0, "b": 1, "c": 2}), show_progress=False)
+    >>> [round(float(s), 3) for s in index.get_scores_from_ids([1])]
+    [0.073, 0.073]
+    """
+    import bm25s
+
+    class _FlatBM25(bm25s.BM25):
+        def build_index_from_ids(
+            self,
+            unique_token_ids: Any,
+            corpus_token_ids: Any,
+            show_progress: bool = True,
+            leave_progress: bool = False,
+        ) -> dict[str, Any]:
+            if not isinstance(corpus_token_ids, FlatDocs) or self.method != "lucene":
+                return super().build_index_from_ids(
+                    unique_token_ids, corpus_token_ids, show_progress, leave_progress
+                )
+            return _scores(self, corpus_token_ids, len(unique_token_ids))
+
+    return _FlatBM25(dtype=dtype)
+
+
+def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
+    """What bm25s's `build_index_from_ids` returns for the same documents (method "lucene"),
+    setting what it sets (Lucene scoring has no non-occurrence scores)."""
+    index.nonoccurrence_array = None
+    counts = np.asarray(docs.counts, dtype=np.int64)
+    n_docs = len(counts)
+    avg_doc_len = counts.mean()  # bm25s: np.array of the lengths, .mean()
+    size = max(n_vocab, 1)
+    # One key per term occurrence, document-major; sorted in place, runs of equal keys are the
+    # term frequencies. Arrays are updated in place and let go of early: on a large repository
+    # each is tens of megabytes, and this runs at a build's peak.
+    keys = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
+    keys *= size
+    keys += docs.ids
+    keys.sort()
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
+    tf = np.diff(np.append(starts, len(keys))).astype(np.float64)
+    doc, term = np.divmod(keys[starts], size)
+    del keys, starts
+    df = np.bincount(term, minlength=n_vocab)
+    # The idf of each document frequency as bm25s computes it (Python's math.log on a double;
+    # NumPy's log may differ in the last bit): few distinct frequencies, so few logs.
+    idf = np.zeros(n_vocab, dtype=index.dtype)
+    seen = np.flatnonzero(df)
+    values = {d: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for d in set(df[seen].tolist())}
+    idf[seen] = [values[d] for d in df[seen].tolist()]
+    k1, b = index.k1, index.b
+    # tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf), in double precision as bm25s's NumPy scalars
+    # make it (tf exactly as its dtype holds it), times the idf, rounded once to the dtype.
+    tf = tf.astype(index.dtype).astype(np.float64)
+    norm = counts[doc].astype(np.float64)
+    norm *= b
+    norm /= avg_doc_len
+    norm += 1 - b
+    norm *= k1
+    norm += tf
+    tf /= norm
+    del norm
+    scores = idf[term].astype(np.float64)
+    scores *= tf
+    del tf
+    scores = scores.astype(index.dtype)
+    data, indices, indptr = index._np_csc(
+        data=scores,
+        rows=doc.astype(index.int_dtype),
+        cols=term.astype(index.int_dtype),
+        shape=(n_docs, n_vocab),
+    )
+    return {
+        "data": data.astype(index.dtype),
+        "indices": indices,
+        "indptr": indptr,
+        "num_docs": n_docs,
+    }

@@ -1,0 +1,233 @@
+"""A refresh of the graph memory that resolves only the changed files' references.
+
+When the changed files define the same symbols, bind the same names and inherit as before (an
+edit inside a function body, a comment, a docstring), no other file's references can resolve
+differently: only the changed files' edges and their definitions' lines are redone, in the
+saved graph's own data. Anything else (a file added, deleted, a symbol renamed, an edge a
+changed file shares with another file, a new or lost edge) is left to a full resolution: then
+this returns None.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from arela_index.parsing.symbols import Definition, FileSymbols
+from arela_index.stores.graph_resolve import Edge, Resolver
+
+GRAPH_FILE = "graph.json"
+SYMBOLS_FILE = "symbols.json"
+FORMAT = 1  # of both files
+_Key = tuple[str, str, str]  # source, target, relation
+
+
+def refresh_graph(
+    previous: Path,
+    directory: Path,
+    before: Mapping[str, FileSymbols],
+    files: Mapping[str, FileSymbols],
+    digests: Mapping[str, str],
+) -> bool:
+    """Write into `directory` the graph of `files` (every parsed file, the changed ones parsed
+    anew) patched from the graph saved in `previous`, whose files were `before`; False when
+    the changes need a full resolution (nothing is written then). The saved graph is read a
+    line at a time (`write_json` writes one node or edge a line): only the changed files'
+    edges and nodes are parsed, the others are copied as they are."""
+    changed = [p for p, fs in files.items() if before.get(p) is not fs]
+    if files.keys() != before.keys() or not all(
+        _shape(before[p]) == _shape(files[p]) for p in changed
+    ):
+        return False
+    resolver = Resolver(files.values())
+    resolver.inheritance()
+    edges: dict[_Key, tuple[int, bool, int, int]] = {}  # new line, resolved, count; old count
+    nodes: dict[str, dict[str, Any]] = {}
+    for path in changed:
+        if files[path].error:
+            continue  # an unparsed file has neither definitions nor edges, before or now
+        old = _contributions(resolver, before[path])
+        new = _contributions(resolver, files[path])
+        if list(old) != list(new):
+            return False  # an edge came or went: its place among the others is a full build's
+        edges.update({key: (*new[key], old[key][2]) for key in new})
+        for d in files[path].definitions:
+            if resolver.defs.get(d.qualname) is d:
+                nodes[d.qualname] = {
+                    "start_line": d.start_line,
+                    "end_line": d.end_line,
+                    "signature": d.signature,
+                    "doc": d.doc,
+                }
+    directory.mkdir(parents=True, exist_ok=True)
+    if not _patch(previous / GRAPH_FILE, directory / GRAPH_FILE, edges, nodes):
+        (directory / GRAPH_FILE).unlink(missing_ok=True)
+        return False
+    entries = {p: {**files[p].to_json(), "sha256": digests.get(p)} for p in changed}
+    if not _splice(previous / SYMBOLS_FILE, directory / SYMBOLS_FILE, entries):
+        write_json(
+            directory / SYMBOLS_FILE,
+            {
+                "format": FORMAT,
+                "files": ({**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)),
+            },
+        )
+    return True
+
+
+_PATH = re.compile(rb'"path":("(?:[^"\\]|\\.)*")')
+
+
+def _splice(old: Path, new: Path, entries: dict[str, dict[str, Any]]) -> bool:
+    """Copy the symbols file `old` to `new` (one file a line) with the lines of `entries`'
+    files replaced by theirs; False when one of them is not there."""
+    replaced = 0
+    try:
+        with open(old, "rb") as src, open(new, "wb") as out:
+            for line in src:
+                found = (
+                    _PATH.search(line)
+                    if line.startswith(b"{") and replaced != len(entries)
+                    else None
+                )
+                if found is not None and (path := json.loads(found.group(1))) in entries:
+                    body = line.rstrip(b",\n")
+                    line = _dumps(entries[path]).encode() + line[len(body) :]
+                    replaced += 1
+                out.write(line)
+    except (OSError, ValueError):
+        return False
+    return replaced == len(entries)
+
+
+_SOURCE = re.compile(rb'"source":("(?:[^"\\]|\\.)*")')
+_ID = re.compile(rb'"id":("(?:[^"\\]|\\.)*")')
+
+
+def _patch(
+    old: Path,
+    new: Path,
+    edges: dict[_Key, tuple[int, bool, int, int]],
+    nodes: dict[str, dict[str, Any]],
+) -> bool:
+    """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when one of
+    them is not there or another file shares an edge (its count is not the changed file's)."""
+    # Names as the file spells them (`write_json` wrote it): lines are matched without parsing.
+    sources = {_dumps(key[0]).encode() for key in edges}
+    ids = {_dumps(name).encode() for name in nodes}
+    found = patched = 0
+    try:
+        with open(old, "rb") as src, open(new, "wb") as out:
+            for line in src:
+                body = line.rstrip(b",\n")
+                if body.startswith(b"{") and body.endswith(b"}"):
+                    item = _item(body, sources, ids)
+                    if item is not None and "source" in item:
+                        key = (item["source"], item["target"], item["key"])
+                        if key in edges:
+                            line_no, resolved, count, old_count = edges[key]
+                            if item.get("count") != old_count:
+                                # Shared with another file: its first line may be theirs.
+                                return False
+                            item.update(line=line_no, resolved=resolved, count=count)
+                            found += 1
+                            line = _dumps(item).encode() + line[len(body) :]
+                    elif item is not None and item.get("id") in nodes:
+                        item.update(nodes[item["id"]])
+                        patched += 1
+                        line = _dumps(item).encode() + line[len(body) :]
+                out.write(line)
+    except (OSError, ValueError):
+        return False
+    # Every one found, or the file is not laid out a node or an edge a line: resolve in full.
+    return found == len(edges) and patched == len(nodes)
+
+
+def _item(body: bytes, sources: set[bytes], ids: set[bytes]) -> dict[str, Any] | None:
+    """The node or edge on a line, parsed only when it may be one to patch."""
+    edge = _SOURCE.search(body)
+    if edge is not None:
+        if edge.group(1) not in sources:
+            return None
+    else:
+        node = _ID.search(body)
+        if node is None or node.group(1) not in ids:
+            return None
+    item = json.loads(body)
+    return item if isinstance(item, dict) else None
+
+
+def _shape(fs: FileSymbols) -> tuple[Any, ...]:
+    """What other files' references resolve against, and what inherits: lines left out."""
+    return (
+        fs.module,
+        fs.language,
+        fs.error,
+        fs.bindings,
+        [(d.qualname, d.name, d.kind, d.parent) for d in fs.definitions],
+        [
+            (r.source, r.target, r.owner, r.resolved, r.inherited_only, r.member)
+            for r in fs.references
+            if r.relation == "inherits"
+        ],
+    )
+
+
+def _contributions(resolver: Resolver, fs: FileSymbols) -> dict[_Key, tuple[int, bool, int]]:
+    """The edges one file adds to the graph, in the order a full build meets them: its
+    definitions' defines edges, its inherits edges, the rest; each (first line, resolved, count)."""
+    module_at = {f.path: f.module for f in resolver.files}
+    first: dict[str, Definition] = {}
+    for d in fs.definitions:
+        first.setdefault(d.qualname, d)
+    defines = [
+        Edge(parent, q, "defines", d.start_line, True, d.path)
+        for q, d in first.items()
+        if resolver.defs.get(q) is not None
+        and resolver.defs[q].path == fs.path
+        and (parent := d.parent if d.parent in resolver.defs else module_at.get(d.path))
+        and parent != q
+        and d.kind != "module"
+    ]
+    merged: dict[_Key, tuple[int, bool, int]] = {}
+    edges = [
+        *defines,
+        *resolver.file_edges(fs, inherits=True),
+        *resolver.file_edges(fs, inherits=False),
+    ]
+    for edge in edges:
+        key = (edge.source, edge.target, edge.relation)
+        seen = merged.get(key)
+        merged[key] = (
+            (edge.line, edge.resolved, 1)
+            if seen is None
+            else (seen[0], seen[1] or edge.resolved, seen[2] + 1)
+        )
+    return merged
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """How the graph memory writes its files (a patched graph is the bytes a build writes):
+    `json.dumps(data, sort_keys=True)` compactly, but each item of a list at the top level on
+    a line of its own, written as it comes from any iterable: the whole text of a large graph
+    is never in memory, and a refresh reads the nodes and edges it patches a line at a time."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("{")
+        for n, key in enumerate(sorted(data)):
+            fh.write(("," if n else "") + _dumps(key) + ":")
+            value = data[key]
+            if isinstance(value, (dict, str, int, float, bool)) or value is None:
+                fh.write(_dumps(value))
+                continue
+            fh.write("[")
+            for i, item in enumerate(value):
+                fh.write((",\n" if i else "\n") + _dumps(item))
+            fh.write("\n]")
+        fh.write("}")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
