@@ -228,7 +228,10 @@ class CodeMemoryRetriever(MemoryRetriever):
         return await self._offloaded(lambda: self.ask(question, intents))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return await self._offloaded(lambda: self.search(query_bundle.query_str))
+        question = Question.carried_by(query_bundle)
+        if question is None:
+            return await self._offloaded(lambda: self.search(query_bundle.query_str))
+        return await self._offloaded(lambda: self.ask(question))
 
     async def _offloaded(self, search: Callable[[], list[NodeWithScore]]) -> list[NodeWithScore]:
         # The search runs in a worker thread; `fallback` is read per thread, so the outcome of
