@@ -90,7 +90,8 @@ def main() -> None:
         results.append((item, nodes, trace))
 
     grade_ms = timed(lambda q: retriever.retrieve(q), questions, args.rounds)
-    answer_ms = timed(lambda q: engine.query(q), questions, args.rounds)
+    # One pass: the engine's retriever has not been asked these yet (asked again, it recalls).
+    answer_ms = timed(lambda q: engine.query(q), questions, 1)
 
     answerable = [r for r in results if not r[0]["abstain"]]
     hits = [r for r in answerable if any(matches(n, r[0]) for n in r[1][:5])]
@@ -119,7 +120,7 @@ def main() -> None:
     for label, values in (
         ("route+retrieve+grade", first_ms),
         ("  asked again", grade_ms),
-        ("with the offline answer", answer_ms),
+        ("first ask, with answer", answer_ms),
     ):
         print(
             f"{label:24} median {statistics.median(values):.1f} ms, "
