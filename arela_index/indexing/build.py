@@ -30,8 +30,10 @@ from arela_index.indexing.persist import (
     build_lock,
     current_build,
     current_build_or_none,
+    known_files,
     link_memory,
     new_build,
+    save_file_stats,
 )
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
@@ -223,8 +225,9 @@ def _history_only(
         if previous is None:
             return None
         manifest = Manifest.read(previous)
+        linked = (previous, dict(manifest.checksums))
         snapshot = Snapshot.take(root, config, runtime, persist_dir)
-        scan = scan_repository(root, config, persist_dir)
+        scan = scan_repository(root, config, persist_dir, known_files(previous, manifest))
         if {f.path: f.sha256 for f in scan.files} != manifest.files:
             return None  # a file changed meanwhile: a full refresh reads it
         with new_build(persist_dir) as folder:
@@ -233,10 +236,11 @@ def _history_only(
                 link_memory(previous / name, folder / name)
             audit, _ = _build_audit(scan, folder / "audit", previous, Changes())
             manifest.head = scan.head
+            save_file_stats(folder, scan.stats)
             manifest.memories = {**manifest.memories, "audit": audit}
             manifest.built_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             manifest.build_seconds = round(time.perf_counter() - started, 3)
-            manifest.save(folder)
+            manifest.save(folder, linked)
     note = "no file changed since the last build: code and graph memories kept, history updated"
     return _summary_of(manifest, root, persist_dir, runtime, started, [note])
 
@@ -320,7 +324,8 @@ def _build_index(
     persist_dir = config.persist_path(root)
     with _timer(timings, "scan"):
         snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
-        scan = scan_repository(root, config, persist_dir)
+        known = _known_files(persist_dir) if refresh else None
+        scan = scan_repository(root, config, persist_dir, known)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     with build_lock(persist_dir):
         previous = _load_previous(persist_dir) if refresh else None
@@ -329,6 +334,7 @@ def _build_index(
         embedder = embedder_for_build(config, runtime)
         with new_build(persist_dir) as folder:
             snapshot.save(folder)
+            save_file_stats(folder, scan.stats)
             built = _build_memories(scan, folder, previous, changes, embedder, config, timings)
             Manifest(
                 repo_root=str(scan.root),
@@ -339,7 +345,7 @@ def _build_index(
                 memories=built.memories,
                 skipped=dict(scan.skip_reasons()),
                 languages=dict(scan.by_language()),
-            ).save(folder)
+            ).save(folder, (previous.folder, previous.manifest.checksums) if previous else None)
     embedding = built.embedding
     return BuildSummary(
         repo=str(scan.root),
@@ -643,6 +649,18 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
         yield
     finally:
         timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
+
+
+def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
+    """The current build's files by stat, read before the lock (a build folder never changes
+    once current; one removed meanwhile only costs reading every file)."""
+    folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
+    if folder is None:
+        return None
+    try:
+        return known_files(folder, Manifest.read(folder, verify=False))
+    except ArelaError:
+        return None
 
 
 def _load_previous(persist_dir: Path) -> _Previous | None:
