@@ -127,15 +127,20 @@ def normalise(scores: Iterable[float]) -> list[float]:
 
 def distinct_spans(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
     """The nodes in their order, without a second source for lines an earlier one already cites
-    (a graph summary and the definition of one symbol, a chunk found by two memories)."""
-    seen: set[tuple[str, int, int]] = set()
+    (a graph summary and the definition of one symbol, a chunk found by two memories). A summary
+    gives its place to a later source of its lines: the definition says what the summary says."""
+    at: dict[tuple[str, int, int], int] = {}
     out: list[NodeWithScore] = []
     for node in nodes:
         meta = node.node.metadata
         path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
         if path and start is not None and end is not None and not meta.get("commit"):
-            if (path, start, end) in seen:
+            span = (path, start, end)
+            if span in at:
+                earlier = out[at[span]]
+                if earlier.node.metadata.get("kind") == "summary" and meta.get("kind") != "summary":
+                    out[at[span]] = node
                 continue
-            seen.add((path, start, end))
+            at[span] = len(out)
         out.append(node)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -217,7 +218,7 @@ class AuditLogRetriever(MemoryRetriever):
     def search(self, question: str) -> list[NodeWithScore]:
         return self.ask(Question.of(question))
 
-    def ask(self, question: Question) -> list[NodeWithScore]:
+    def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         if not question.text.strip() or self._store.is_empty():
             return []
         try:

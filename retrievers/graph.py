@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from llama_index.core.callbacks import CallbackManager
@@ -101,7 +102,7 @@ class CodeGraphRetriever(MemoryRetriever):
     def search(self, question: str) -> list[NodeWithScore]:
         return self.ask(Question.of(question))
 
-    def ask(self, question: Question) -> list[NodeWithScore]:
+    def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         if self._store.is_empty():
             return []
         asked = understand(question, self._store)

@@ -3,6 +3,8 @@ and `retrieve` around them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llama_index.core import Settings
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
@@ -29,10 +31,15 @@ class MemoryRetriever(BaseRetriever):
         """This memory's fresh nodes for `question`, scores in [0, 1]; nothing found gives []."""
         raise NotImplementedError  # not abstract: LlamaIndex would wrap each one in a span
 
-    def ask(self, question: Question) -> list[NodeWithScore]:
+    def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         """`search` for a question already read (the router's way in): a memory that reads what
-        a question names takes it from `question` instead of reading the text again."""
+        a question names takes it from `question` instead of reading the text again, and may
+        use the `intents` the route read in it."""
         return self.search(question.text)
+
+    async def aask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+        """`ask` in a worker thread (see `_aretrieve`)."""
+        return await offload(self.ask, question, intents)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         question = Question.carried_by(query_bundle)

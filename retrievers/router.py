@@ -30,6 +30,7 @@ from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.workers import offload
 
 log = logging.getLogger("arela_index")
 
@@ -140,6 +141,23 @@ class ArelaRouterRetriever(RouterRetriever):
             else:  # one memory, asked directly: the trace already times it
                 found = (yield from parts[0].steps(bundle)) if parts else []
         return self._finish(found)
+
+    def files_steps(self, query: Question, trace: Trace, count: int) -> Steps[list[NodeWithScore]]:
+        """The code memory's best chunk of each of its `count` best files (none without a code
+        memory that ranks files): what pads an answer that ranks files."""
+        index = next((i for i, m in self._memory_of.items() if m == "code"), None)
+        code = self._retrievers[index] if index is not None else None
+        files = getattr(code, "files", None)
+        if files is None:
+            return []
+        intents = trace.intent_names
+        with trace.time("retrieve:files"):
+            return (
+                yield Call(
+                    lambda: files(query.text, count, intents),
+                    lambda: offload(files, query.text, count, intents),
+                )
+            )
 
     # -- BaseRetriever ----------------------------------------------------------------------
 
@@ -256,10 +274,12 @@ class _Part(BaseRetriever):
     def steps(self, routed: _Routed) -> Steps[list[NodeWithScore]]:
         trace, inner = routed.trace, self._inner
         question = self._query or routed.question
+        intents = trace.intent_names
         with trace.time(f"retrieve:{self._label}"):
             try:
                 found = yield Call(
-                    lambda: self._search(question), lambda: inner.aretrieve(question.bundle())
+                    lambda: self._search(question, intents),
+                    lambda: self._asearch(question, intents),
                 )
             except Exception as exc:  # one broken memory must not sink the others
                 log.warning("arela-index: the %s memory failed: %s", self._label, exc)
@@ -275,12 +295,17 @@ class _Part(BaseRetriever):
         # Another tool's nodes may be its stored ones: the route marks its own copies.
         return [n if isinstance(inner, MemoryRetriever) else fresh(n.node, n.score) for n in found]
 
-    def _search(self, question: Question) -> list[NodeWithScore]:
+    def _search(self, question: Question, intents: Sequence[str]) -> list[NodeWithScore]:
         # A memory is asked by `ask`: the span and callback events around `retrieve` cost as
         # much as a code search, and the trace times each memory already.
         if isinstance(self._inner, MemoryRetriever):
-            return self._inner.ask(question)
+            return self._inner.ask(question, intents)
         return self._inner.retrieve(question.bundle())
+
+    async def _asearch(self, question: Question, intents: Sequence[str]) -> list[NodeWithScore]:
+        if isinstance(self._inner, MemoryRetriever):
+            return await self._inner.aask(question, intents)
+        return await self._inner.aretrieve(question.bundle())
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return run(self.steps(_routed(query_bundle)))

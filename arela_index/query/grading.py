@@ -94,6 +94,11 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "RelevanceGrader"
 
+    @property
+    def term_weights(self) -> TermWeights:
+        """How informative each word is in the repository (uniform without a code memory)."""
+        return self._weights
+
     def _get_prompts(self) -> PromptDictType:
         return {"grade_prompt": self._prompt}
 

@@ -46,3 +46,17 @@ class TermWeights:
             return 1.0
         count = self._frequency(self.stems([word])[0]) or 0
         return math.log(1 + (self.documents - count + 0.5) / (count + 0.5))
+
+    def unknown_share(self, words: Iterable[str]) -> float:
+        """The share of the words' weight in words the repository never uses: 1.0 when it
+        cannot tell (no code memory to count in, or no words), so nothing passes for known.
+
+        >>> TermWeights({"queue": 1}.get, documents=10).unknown_share(["queue", "peru"]) > 0.5
+        True
+        """
+        words = list(words)
+        if self.documents <= 0 or not words:
+            return 1.0
+        weights = [(self.weight(w), not self._frequency(self.stems([w])[0])) for w in words]
+        total = sum(w for w, _ in weights)
+        return sum(w for w, unknown in weights if unknown) / total

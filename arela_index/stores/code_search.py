@@ -23,6 +23,7 @@ import numpy as np
 from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
+from arela_index.stores.decisions import is_adr
 from arela_index.text.tokens import index_terms, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
@@ -343,7 +344,10 @@ class CodeSearch:
         code = {
             p for p, c in zip(paths, chunks, strict=True) if c.metadata.get("kind") not in _PROSE
         }
-        source = np.array([p in code and not is_test_path(p) for p in sparse.paths], dtype=bool)
+        # A decision record is prose, but it is where a "why is it so" question is answered.
+        source = np.array(
+            [(p in code and not is_test_path(p)) or is_adr(p) for p in sparse.paths], dtype=bool
+        )
         self._not_source = ~source[self._file_of]
 
     def terms(self, question: str) -> list[int]:
@@ -354,10 +358,11 @@ class CodeSearch:
         """Every chunk's BM25 score for the question."""
         return self._sparse.chunk_scores(self.terms(question))
 
-    def rank(self, question: str, candidates: int) -> list[int]:
+    def rank(self, question: str, candidates: int, source_first: bool | None = None) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files (a ranked file's best chunk enters even when the chunk ranking missed it); a long
-        question ranks chunks of prose, configuration and tests lower."""
+        question, or any when `source_first`, ranks chunks of prose, configuration and tests
+        lower (`source_first=False`: never)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -376,7 +381,9 @@ class CodeSearch:
         for file, chunk in best.items():
             if chunk not in fused and scores[chunk] > 0:
                 fused[chunk] = 1 / (RRF_K + files[file])
-        if len(words(question)) >= LONG_QUESTION_WORDS:
+        if source_first is None:
+            source_first = len(words(question)) >= LONG_QUESTION_WORDS
+        if source_first:
             for chunk in fused:
                 if self._not_source[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT

@@ -644,6 +644,20 @@ def test_no_two_sources_cite_the_same_lines(taskq: ArelaIndex, question: str) ->
     assert len(spans) == len(set(spans)), spans
 
 
+@pytest.mark.parametrize(
+    "question", ["where is Scheduler defined?", "where is class Scheduler defined?"]
+)
+def test_where_a_class_is_defined_answers_with_its_definition(
+    taskq: ArelaIndex, question: str
+) -> None:
+    # The graph's summary of one symbol cites the definition's very lines: the definition
+    # keeps the place, so the first pass is the answer and nothing is retried.
+    nodes, trace = taskq.as_retriever().retrieve_with_trace(question)
+    first = nodes[0].node.metadata
+    assert (first["kind"], first["symbol"]) == ("class", "taskq.scheduler.Scheduler")
+    assert [s["kind"] for s in trace.steps] == ["grade"], trace.to_text()
+
+
 def test_a_question_naming_code_the_repository_holds_is_not_abstained(taskq: ArelaIndex) -> None:
     # Worded so that no passage grades relevant: the name alone says it is about this repository.
     response = taskq.as_query_engine().query(

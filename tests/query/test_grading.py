@@ -119,15 +119,24 @@ def test_kept_nodes_are_fresh_copies_scored_by_grade_with_the_trace(index: Arela
     kept = graded(index.as_retriever().loop, nodes, trace)
     assert kept and symbols(kept)[0] == "taskq.config.parse_config"
     assert [n.score for n in kept] == sorted((n.score for n in kept), reverse=True)
+    # Offline, an answer about code ranks files: the graded nodes first, then the best of files
+    # not cited yet, ungraded (grade 0) and scored under every graded one.
+    relevant = [n for n in kept if n.node.metadata["grade"] > 0]
+    padded = kept[len(relevant) :]
+    assert relevant and all(n.node.metadata["grade"] == 0 for n in padded)
+    assert len({n.node.metadata["file_path"] for n in kept}) > len(
+        {n.node.metadata["file_path"] for n in relevant}
+    )
     for node in kept:
-        assert node.score == node.node.metadata["grade"] and node.node.metadata["attempt"] == 0
+        assert node.node.metadata["attempt"] == 0
+        assert node.score == node.node.metadata["grade"] or node in padded
         assert TRACE_KEY not in node.node.metadata  # the trace comes back beside the nodes
         assert all(node.node is not original.node for original in nodes)
         assert {"grade", "attempt"} <= set(node.node.excluded_llm_metadata_keys)
     # Grading changed nothing the router handed over.
     assert [n.node.metadata for n in nodes] == [n.metadata for n in before]
     grade = steps(trace, "grade")[0]
-    assert grade["by"] == "heuristic" and grade["kept"] == len(kept)
+    assert grade["by"] == "heuristic" and grade["kept"] == len(relevant)
     assert grade["kept"] + grade["dropped"] == len(nodes) and not steps(trace, "retry")
 
 
@@ -369,3 +378,31 @@ def test_closest_names_finds_the_typo_among_many_symbols() -> None:
     vocabulary = Vocabulary(symbols=symbols_)
     assert closest_names("parse_confg", vocabulary) == ["parse_config"]
     assert closest_names("function_number_1234", vocabulary)[0] == "function_number_1234"
+
+
+# -- abstaining only on evidence -----------------------------------------------------------------
+
+
+def test_a_question_in_the_repositorys_own_words_is_answered_though_nothing_graded_relevant(
+    index: ArelaIndex,
+) -> None:
+    retriever = index.as_retriever()
+    # A grade above any reachable: nothing is graded relevant.
+    strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
+    loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
+    nodes, trace = run(loop.steps(Question.read("how does the worker run a job from the queue?")))
+    assert nodes and not steps(trace, "abstain")
+    assert "words the repository uses" in steps(trace, "fallback")[0]["why"]
+    # Ungraded, scored by their offline grade: all under the threshold nothing reached.
+    assert all(n.node.metadata["grade"] == 0 and (n.score or 0) <= 1.0 for n in nodes)
+    assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+
+
+def test_a_question_in_words_the_repository_never_uses_still_abstains(index: ArelaIndex) -> None:
+    retriever = index.as_retriever()
+    strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
+    loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
+    question = "how does the scheduler reconcile helm charts for kubernetes?"
+    assert index.selector().route(Question.read(question)).memory_names == ["code"]
+    nodes, trace = run(loop.steps(Question.read(question)))
+    assert nodes == [] and len(steps(trace, "abstain")) == 1

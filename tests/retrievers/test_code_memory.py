@@ -648,3 +648,20 @@ def test_a_damaged_or_stale_index_file_is_one_line_naming_it(
     message = str(problem.value)
     assert "\n" not in message
     assert named in message and "arela index" in message
+
+
+# -- scores that mean something ------------------------------------------------------------------
+
+
+def test_scores_say_how_relevant_so_a_similarity_cutoff_drops_nonsense(sparse: ArelaIndex) -> None:
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+
+    retriever = sparse.code_retriever(top_k=5)
+    cutoff = SimilarityPostprocessor(similarity_cutoff=0.3)
+    # One word the repository uses among others it never does: found, but scored near 0.
+    nonsense = retriever.retrieve("asdf hosts qwer zxcv")
+    assert nonsense and all((h.score or 0) < 0.1 for h in nonsense)
+    assert cutoff.postprocess_nodes(nonsense) == []
+    meant = retriever.retrieve("split the list of hosts")
+    kept = cutoff.postprocess_nodes(meant)
+    assert _symbols(kept)[0] == "native.src.lib.split_hosts" and kept[0].score > 0.5

@@ -176,8 +176,9 @@ def test_dense_retrieval_ranks_the_right_chunk_first(
     assert retriever.dense
     hits = retriever.retrieve(question)
     assert hits[0].node.metadata["symbol"] == symbol
-    # 1.0 only when the dense ranking (Ollama's vectors) and BM25 both put it first.
-    assert hits[0].score == pytest.approx(1.0)
+    # First by the dense ranking (Ollama's vectors) and by BM25, holding most of the question's
+    # words: a score near 1 (1.0 only when it holds every one of them).
+    assert hits[0].score > 0.7 and all((h.score or 0) < hits[0].score for h in hits[1:])
     assert _embedded_queries(shared_fake)[-1] == question
     assert retriever.failures == []
 
@@ -373,7 +374,7 @@ def test_ollama_vectors_go_to_the_vector_store_given_and_rank_from_there(
         for question, symbol in QUESTIONS:
             hits = index.code_retriever(top_k=1).retrieve(question)
             assert hits[0].node.metadata["symbol"] == symbol
-            assert hits[0].score == pytest.approx(1.0)  # first by Qdrant's cosine and by BM25
+            assert (hits[0].score or 0) > 0.7  # first by Qdrant's cosine and by BM25
             assert _embedded_queries(fake_ollama)[-1] == question
     finally:
         client.close()

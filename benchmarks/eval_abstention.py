@@ -1,0 +1,87 @@
+"""Abstention on evidence only: false abstentions on in-scope questions nobody here wrote, and
+abstentions on out-of-scope questions, asked of the same real repositories.
+
+    python benchmarks/eval_abstention.py /work/shared/eval/sweqa-public.jsonl \\
+        [/work/shared/eval/swebench-lite-public.jsonl ...] [--repos-dir /work/repos]
+        [--index-name .arela-main] [--out-of-scope benchmarks/questions_out_of_scope.jsonl]
+
+Every question of the public sets is in scope (it is about its checkout: `repo@sha8` under
+`--repos-dir`, indexed into `--index-name`); the out-of-scope questions (general knowledge, some
+written for the routing tests and benchmarks here, the rest never tuned on) are asked of each
+checkout the sets use (at most `--checkouts` of them). Targets (issue 15.3): false abstention
+≤ 3% of in-scope questions, out-of-scope abstention ≥ 95%. Offline, through
+`ArelaIndex.as_retriever()`; an empty answer is an abstention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from arela_index.index import ArelaIndex
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sets", nargs="+", type=Path, help="public question sets, JSONL")
+    parser.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
+    parser.add_argument("--index-name", default=".arela-main")
+    parser.add_argument("--out-of-scope", type=Path, default=HERE / "questions_out_of_scope.jsonl")
+    parser.add_argument("--checkouts", type=int, default=6, help="checkouts asked the OOS set")
+    args = parser.parse_args()
+
+    by_checkout: dict[str, list[dict]] = {}
+    for path in args.sets:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                q = json.loads(line)
+                name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
+                by_checkout.setdefault(name, []).append(q)
+    foreign = [json.loads(x) for x in args.out_of_scope.read_text().splitlines() if x.strip()]
+    # The checkouts with most questions first: one per repository before a second of any.
+    order = sorted(by_checkout, key=lambda n: -len(by_checkout[n]))
+    seen: set[str] = set()
+    oos_checkouts = [n for n in order if not (n.split("@")[0] in seen or seen.add(n.split("@")[0]))]
+    oos_checkouts = oos_checkouts[: args.checkouts]
+
+    in_scope = Counter()
+    wrongly: list[str] = []
+    oos = Counter()
+    answered: list[str] = []
+    for name in order:
+        retriever = ArelaIndex.load(args.repos_dir / name / args.index_name, offline=True)
+        retriever = retriever.as_retriever()
+        for q in by_checkout[name]:
+            in_scope["asked"] += 1
+            if not retriever.retrieve(q["question"]):
+                in_scope["abstained"] += 1
+                wrongly.append(f"{q['id']}: {q['question'][:100]!r}")
+        if name in oos_checkouts:
+            for f in foreign:
+                oos["asked"] += 1
+                if retriever.retrieve(f["question"]):
+                    answered.append(f"{name}: {f['question']!r} ({f['written']})")
+                else:
+                    oos["abstained"] += 1
+    print(
+        f"in scope      {in_scope['asked']} questions on {len(order)} checkouts: false "
+        f"abstention {in_scope['abstained'] / in_scope['asked']:.1%} "
+        f"({in_scope['abstained']}; target ≤ 3%)"
+    )
+    for line in wrongly:
+        print(f"  abstained   {line}")
+    print(
+        f"out of scope  {len(foreign)} questions × {len(oos_checkouts)} checkouts "
+        f"({', '.join(oos_checkouts)}): abstained {oos['abstained'] / oos['asked']:.1%} "
+        f"({oos['abstained']}/{oos['asked']}; target ≥ 95%)"
+    )
+    for line in answered:
+        print(f"  answered    {line}")
+
+
+if __name__ == "__main__":
+    main()
