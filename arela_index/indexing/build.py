@@ -30,8 +30,10 @@ from arela_index.indexing.persist import (
     build_lock,
     current_build,
     current_build_or_none,
+    known_files,
     link_memory,
     new_build,
+    save_file_stats,
 )
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
@@ -223,8 +225,9 @@ def _history_only(
         if previous is None:
             return None
         manifest = Manifest.read(previous)
+        linked = (previous, dict(manifest.checksums))
         snapshot = Snapshot.take(root, config, runtime, persist_dir)
-        scan = scan_repository(root, config, persist_dir)
+        scan = scan_repository(root, config, persist_dir, known_files(previous, manifest))
         if {f.path: f.sha256 for f in scan.files} != manifest.files:
             return None  # a file changed meanwhile: a full refresh reads it
         with new_build(persist_dir) as folder:
@@ -233,10 +236,11 @@ def _history_only(
                 link_memory(previous / name, folder / name)
             audit, _ = _build_audit(scan, folder / "audit", previous, Changes())
             manifest.head = scan.head
+            save_file_stats(folder, scan.stats)
             manifest.memories = {**manifest.memories, "audit": audit}
             manifest.built_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             manifest.build_seconds = round(time.perf_counter() - started, 3)
-            manifest.save(folder)
+            manifest.save(folder, linked)
     note = "no file changed since the last build: code and graph memories kept, history updated"
     return _summary_of(manifest, root, persist_dir, runtime, started, [note])
 
@@ -320,7 +324,8 @@ def _build_index(
     persist_dir = config.persist_path(root)
     with _timer(timings, "scan"):
         snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
-        scan = scan_repository(root, config, persist_dir)
+        known = _known_files(persist_dir) if refresh else None
+        scan = scan_repository(root, config, persist_dir, known)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     with build_lock(persist_dir):
         previous = _load_previous(persist_dir) if refresh else None
@@ -329,6 +334,7 @@ def _build_index(
         embedder = embedder_for_build(config, runtime)
         with new_build(persist_dir) as folder:
             snapshot.save(folder)
+            save_file_stats(folder, scan.stats)
             built = _build_memories(scan, folder, previous, changes, embedder, config, timings)
             Manifest(
                 repo_root=str(scan.root),
@@ -339,7 +345,7 @@ def _build_index(
                 memories=built.memories,
                 skipped=dict(scan.skip_reasons()),
                 languages=dict(scan.by_language()),
-            ).save(folder)
+            ).save(folder, (previous.folder, previous.manifest.checksums) if previous else None)
     embedding = built.embedding
     return BuildSummary(
         repo=str(scan.root),
@@ -372,15 +378,27 @@ def _build_memories(
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
     embed_model = embedder[0]
-    with _parse_pool(len(todo)) as pool, _side_process() as side:
+    refreshing = previous is not None and changes is not None
+    with (
+        _parse_pool(len(todo)) as pool,
+        _side_process() as side,
+        _graph_process(refreshing) as graph_side,
+    ):
         # History is read by git and a process of its own while the files are parsed: no
         # interpreter lock shared with the parsing, and a lower CPU priority, so the code
         # memory's few seconds of parsing are not stretched by git diffing a long history
         # on the same cores (the history gets the cores back as soon as parsing is done).
         before = previous.folder if previous else None
         audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
+        if graph_side is not None and before is not None:
+            graph_side.submit(_preload_graph, before)
         with _timer(timings, "parse"):
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
+        graph_job = None
+        if graph_side is not None and previous is not None:
+            graph_job = graph_side.submit(
+                _timed_graph_memory, scan, folder, previous, changes, parsed
+            )
         kept_paths = {f.path for f in scan.files} - (changes.changed if changes else set())
         code_stats = None
         if previous and changes is not None and embed_model is None:
@@ -400,11 +418,28 @@ def _build_memories(
             # memories' peaks do not add up.
             del code
         del chunks, tokens
-        with _timer(timings, "graph"):
-            graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
+        if graph_job is not None:
+            graph_stats, timings["graph"] = graph_job.result()
+        else:
+            with _timer(timings, "graph"):
+                graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
         audit, timings["audit"] = audit_job.result()
     memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
     return _Built(code_embedding, count, memories)
+
+
+def _timed_graph_memory(
+    scan: ScanResult,
+    folder: Path,
+    previous: _Previous | None,
+    changes: Changes | None,
+    parsed: dict[str, FileSymbols],
+) -> tuple[dict[str, Any], float]:
+    """`_graph_memory` and its seconds; runs in the graph process of a refresh."""
+    started = time.perf_counter()
+    if previous is not None and (store := _preloaded.pop(previous.folder, None)):
+        previous.__dict__["graph"] = store  # what the cached property would read
+    return _graph_memory(scan, folder, previous, changes, parsed), time.perf_counter() - started
 
 
 def _graph_memory(
@@ -570,6 +605,37 @@ def _side_process() -> Iterator[ProcessPoolExecutor]:
         yield side
 
 
+@contextlib.contextmanager
+def _graph_process(refreshing: bool) -> Iterator[ProcessPoolExecutor | None]:
+    """A process for a refresh's graph, forked at once, before the parse: it reads the previous
+    graph's symbols and patches the graph while this process makes the code memory, about a
+    second each on a large repository (the two processes' memory adds up meanwhile: a refresh's
+    each is well under a build's). A full build makes them one after the other, each memory's
+    chunks or symbols released before the next is made."""
+    if not refreshing or (os.cpu_count() or 1) < 2:
+        yield None
+        return
+    with ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_start,
+        initargs=(os.getpid(),),
+    ) as graph:
+        graph.submit(int)  # forks it now
+        yield graph
+
+
+# The previous build's graph symbols, read by the graph process while the changed files are
+# parsed (one worker: the patch that needs them runs after, in the same process).
+_preloaded: dict[Path, GraphStore] = {}
+
+
+def _preload_graph(previous: Path) -> None:
+    from arela_index.stores.graph import GraphStore
+
+    _preloaded[previous] = GraphStore.previous(previous / "graph")
+
+
 def _build_audit(
     scan: ScanResult, directory: Path, previous: Path | None, changes: Changes | None
 ) -> tuple[dict[str, Any], float]:
@@ -643,6 +709,18 @@ def _timer(timings: dict[str, float], phase: str) -> Iterator[None]:
         yield
     finally:
         timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
+
+
+def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
+    """The current build's files by stat, read before the lock (a build folder never changes
+    once current; one removed meanwhile only costs reading every file)."""
+    folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
+    if folder is None:
+        return None
+    try:
+        return known_files(folder, Manifest.read(folder, verify=False))
+    except ArelaError:
+        return None
 
 
 def _load_previous(persist_dir: Path) -> _Previous | None:

@@ -36,6 +36,10 @@ FORMAT_VERSION = 2
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"
+# path -> the stat key (scanner.stat_key) of the file whose sha256 the manifest holds: a refresh
+# takes a file whose stat is still that one as unchanged without reading it. A file of its own,
+# so that a manifest stays readable by the versions before it.
+_STATS = "file-stats.json"
 # What new_build names its folders; CURRENT naming anything else is damage, not a build.
 _BUILD_NAME = re.compile(r"build-[0-9T]+-[0-9a-f]+")
 
@@ -59,13 +63,17 @@ class Manifest:
     # damaged file from a good one, even when the damage still parses.
     checksums: dict[str, str] = field(default_factory=dict)
 
-    def save(self, folder: Path) -> None:
-        """Write the manifest last, with the checksums of everything written before it."""
-        self.checksums = {
-            path.relative_to(folder).as_posix(): _sha256(path)
-            for path in sorted(folder.rglob("*"))
-            if path.is_file() and path.name != _MANIFEST
-        }
+    def save(self, folder: Path, previous: tuple[Path, dict[str, str]] | None = None) -> None:
+        """Write the manifest last, with the checksums of everything written before it.
+
+        A file the build took from the `previous` build (its folder and manifest) by a hard link
+        is that very file: its checksum (in `previous`, the old folder and its checksums) is carried
+        over instead of read again (a refresh links the whole history, tens of MB on a long one)."""
+        self.checksums = {}
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.name != _MANIFEST:
+                name = path.relative_to(folder).as_posix()
+                self.checksums[name] = _carried(path, name, previous) or _sha256(path)
         (folder / _MANIFEST).write_text(
             json.dumps(asdict(self), indent=1, sort_keys=True), encoding="utf-8"
         )
@@ -124,6 +132,40 @@ class Manifest:
             return all((folder / name).stat().st_mtime_ns <= written for name in self.checksums)
         except OSError:
             return False
+
+
+def save_file_stats(folder: Path, stats: dict[str, list[int]]) -> None:
+    """Write the scanned files' stat keys into a build folder (before its manifest)."""
+    (folder / _STATS).write_text(json.dumps(stats, separators=(",", ":")), encoding="utf-8")
+
+
+def known_files(folder: Path, manifest: Manifest) -> dict[str, tuple[list[int], str]]:
+    """path -> (stat key, sha256) of a build's files, for `scan_repository(known=...)`; empty
+    when the build kept no stats (an older version made it) or they are damaged: then the scan
+    reads every file, as a build does (and the refresh names the damage when it checks the
+    previous build)."""
+    try:
+        manifest.verify(folder, under=_STATS)
+        stats = json.loads((folder / _STATS).read_text(encoding="utf-8"))
+    except (ArelaError, OSError, ValueError):
+        return {}
+    if not isinstance(stats, dict):
+        return {}
+    return {
+        path: (key, manifest.files[path])
+        for path, key in stats.items()
+        if path in manifest.files and isinstance(key, list)
+    }
+
+
+def _carried(path: Path, name: str, previous: tuple[Path, dict[str, str]] | None) -> str | None:
+    """The previous build's checksum of `name` when `path` is the same file (one inode)."""
+    if previous is None or name not in previous[1]:
+        return None
+    try:
+        return previous[1][name] if os.path.samefile(path, previous[0] / name) else None
+    except OSError:
+        return None
 
 
 def _sha256(path: Path) -> str:

@@ -7,8 +7,9 @@ import os
 import re
 import stat
 import subprocess
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +151,8 @@ class ScanResult:
     skipped: list[Skipped] = field(default_factory=list)
     is_git: bool = False
     head: str | None = None
+    # path -> its stat key (`stat_key`) when it was read: the next refresh trusts it unread.
+    stats: dict[str, list[int]] = field(default_factory=dict)
 
     def by_language(self) -> Counter[str]:
         return Counter(f.language for f in self.files)
@@ -315,10 +318,27 @@ def _holds_secret(data: bytes) -> bool:
     return any(hint in lower for hint in _SECRET_HINTS) and bool(_SECRET_CONTENT.search(data))
 
 
+# A file's stat is kept only when it was last written this long before the scan: a later write
+# cannot then leave the same mtime (file-system clocks tick every few milliseconds at most).
+_SETTLED_NS = 1_000_000_000
+
+
+def stat_key(st: os.stat_result, config: ArelaConfig) -> list[int]:
+    """What tells an unchanged file without reading it, as git's index does: size, mtime,
+    ctime, inode, and whether secrets were looked for when its verdict was made."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, int(config.exclude_secrets)]
+
+
 def scan_repository(
-    path: str | os.PathLike[str], config: ArelaConfig | None = None, persist_dir: Path | None = None
+    path: str | os.PathLike[str],
+    config: ArelaConfig | None = None,
+    persist_dir: Path | None = None,
+    known: Mapping[str, tuple[list[int], str]] | None = None,
 ) -> ScanResult:
     """List the files of a repository worth indexing, with a reason for each one left out.
+
+    `known` (path -> stat key and sha256, from the previous build) spares reading a file whose
+    stat is still the one recorded: its content, hence its verdict and hash, are the same.
 
     >>> result = scan_repository(".")                # doctest: +SKIP
     >>> result.by_language().most_common(2)          # doctest: +SKIP
@@ -330,6 +350,7 @@ def scan_repository(
     git_paths = _git_paths(root)
     result = ScanResult(root=root, is_git=git_paths is not None)
     result.head = git_head(root) if result.is_git else None
+    settled = time.time_ns() - _SETTLED_NS
     for raw in git_paths if git_paths is not None else _walk_paths(root):
         try:
             rel = raw.decode("utf-8")
@@ -338,9 +359,12 @@ def scan_repository(
                 Skipped(os.fsdecode(raw), "bad name: not valid UTF-8 (rename it to index it)")
             )
             continue
-        verdict = _examine(root, rel, rules, config)
-        if isinstance(verdict, SourceFile):
-            result.files.append(verdict)
+        verdict = _examine(root, rel, rules, config, known)
+        if isinstance(verdict, tuple):
+            source, key = verdict
+            result.files.append(source)
+            if max(key[1], key[2]) < settled:
+                result.stats[rel] = key
         elif verdict != "tooling":
             result.skipped.append(Skipped(rel, verdict))
     return result
@@ -367,7 +391,7 @@ def examine_paths(
     """Of these paths, the files a scan would index, judged as it judges them."""
     rules = _Rules(config, root, persist_dir)
     found = (_examine(root, rel, rules, config) for rel in paths)
-    return [f for f in found if isinstance(f, SourceFile)]
+    return [f[0] for f in found if isinstance(f, tuple)]
 
 
 def _script_language(full: Path, rel: str) -> str | None:
@@ -381,7 +405,14 @@ def _script_language(full: Path, rel: str) -> str | None:
         return None
 
 
-def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> SourceFile | str:
+def _examine(
+    root: Path,
+    rel: str,
+    rules: _Rules,
+    config: ArelaConfig,
+    known: Mapping[str, tuple[list[int], str]] | None = None,
+) -> tuple[SourceFile, list[int]] | str:
+    """The file to index and its stat key, or the reason it is left out."""
     reason = rules.by_name(rel)
     if reason:
         return reason
@@ -418,6 +449,10 @@ def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> Source
             return "unknown type"
     if lst.st_size > config.max_file_bytes:
         return f"too large: {lst.st_size:,} bytes > {config.max_file_bytes:,}"
+    key = stat_key(lst, config)
+    seen = known.get(rel) if known else None
+    if seen is not None and seen[0] == key:
+        return SourceFile(rel, full, language, lst.st_size, seen[1]), key
     try:
         with open(full, "rb") as fh:
             data = fh.read(config.max_file_bytes + 1)
@@ -430,4 +465,4 @@ def _examine(root: Path, rel: str, rules: _Rules, config: ArelaConfig) -> Source
         return reason
     if decode(data) is None:
         return "undecodable: not UTF-8 text"
-    return SourceFile(rel, full, language, len(data), hashlib.sha256(data).hexdigest())
+    return SourceFile(rel, full, language, len(data), hashlib.sha256(data).hexdigest()), key
