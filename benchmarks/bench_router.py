@@ -35,7 +35,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="passes over the question set")
     args = parser.parse_args()
-    questions = yaml.safe_load((TESTS / "support" / "routing_questions.yaml").read_text())["questions"]
+    questions = yaml.safe_load((TESTS / "support" / "routing_questions.yaml").read_text())[
+        "questions"
+    ]
 
     with tempfile.TemporaryDirectory() as tmp:
         repos = {name: build(Path(tmp) / name) for name, build in BUILDERS.items()}

@@ -74,7 +74,11 @@ def test_quickstart_takes_other_questions_and_refreshes_instead_of_rebuilding(cl
     assert (f"refreshed {clone}" if built_before else f"indexed {clone}") in out
     assert list(sections(out)) == ["question 1"]
     assert "route: structural → graph" in out
-    importers = ("arela_index/indexing/build.py", "arela_index/index.py", "arela_index/cli/doctor.py")
+    importers = (
+        "arela_index/indexing/build.py",
+        "arela_index/index.py",
+        "arela_index/cli/doctor.py",
+    )
     assert any(f"[{path}:" in out for path in importers)
 
 

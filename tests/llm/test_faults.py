@@ -208,7 +208,9 @@ def _failing_rewrite(mode: str, timeout: float) -> Any:
         props = fmt.get("properties", {}) if isinstance(fmt, dict) else {}
         prompt = str(request["messages"][-1]["content"])
         if "verdicts" in props:
-            return {"verdicts": [{"passage": n, "relevant": False} for n in passage_numbers(prompt)]}
+            return {
+                "verdicts": [{"passage": n, "relevant": False} for n in passage_numbers(prompt)]
+            }
         if "query" in props:
             if mode == "500":
                 raise RuntimeError("out of memory")
@@ -255,7 +257,9 @@ def test_a_healthy_rewrite_is_the_retry_query(online_index: Path, fake: FakeOlla
         fmt = request.get("format")
         if isinstance(fmt, dict) and "verdicts" in fmt.get("properties", {}):
             prompt = str(request["messages"][-1]["content"])
-            return {"verdicts": [{"passage": n, "relevant": False} for n in passage_numbers(prompt)]}
+            return {
+                "verdicts": [{"passage": n, "relevant": False} for n in passage_numbers(prompt)]
+            }
         return healthy_chat(request)
 
     fake.chat_handler = chat

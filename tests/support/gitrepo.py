@@ -26,7 +26,10 @@ class GitRepo:
     def git(self, *args: str, env: dict[str, str] | None = None) -> str:
         done = subprocess.run(
             ["git", "-C", str(self.root), *args],
-            capture_output=True, text=True, check=True, env={**os.environ, **(env or {})},
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, **(env or {})},
         )
         return done.stdout
 
@@ -57,8 +60,12 @@ class GitRepo:
         self.git("add", "-A")
         email = email or f"{author.split()[0].lower()}@example.com"
         env = {
-            "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date,
-            "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": date,
+            "GIT_AUTHOR_NAME": author,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": author,
+            "GIT_COMMITTER_EMAIL": email,
+            "GIT_COMMITTER_DATE": date,
         }
         self.git("commit", "-q", "--allow-empty", "-m", message, env=env)
         return self.git("rev-parse", "HEAD").strip()
