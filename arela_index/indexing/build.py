@@ -396,9 +396,11 @@ def _build_memories(
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
         graph_job = None
         if graph_side is not None and previous is not None:
-            graph_job = graph_side.submit(
-                _timed_graph_memory, scan, folder, previous, changes, parsed
-            )
+            # A copy of its own: the arguments are pickled in a feeder thread while this
+            # process goes on, and may load the previous code memory (a vector store's client
+            # holds locks, which do not pickle) into `previous` meanwhile.
+            alone = _Previous(previous.folder, previous.manifest)
+            graph_job = graph_side.submit(_timed_graph_memory, scan, folder, alone, changes, parsed)
         kept_paths = {f.path for f in scan.files} - (changes.changed if changes else set())
         code_stats = None
         if previous and changes is not None and embed_model is None:
