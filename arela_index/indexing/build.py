@@ -11,7 +11,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -595,15 +595,20 @@ def _parse_files(
 _HISTORY_NICE = 10  # the history process's niceness (its git processes inherit it)
 
 
+def _one_process(start: Callable[[int], None]) -> ProcessPoolExecutor:
+    """One forked worker process, `start` given this process's id when it begins."""
+    return ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=start,
+        initargs=(os.getpid(),),
+    )
+
+
 @contextlib.contextmanager
 def _side_process() -> Iterator[ProcessPoolExecutor]:
     """One worker process for the history, behind the parse workers in the CPU queue."""
-    with ProcessPoolExecutor(
-        max_workers=1,
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_side_start,
-        initargs=(os.getpid(),),
-    ) as side:
+    with _one_process(_side_start) as side:
         yield side
 
 
@@ -617,12 +622,7 @@ def _graph_process(refreshing: bool) -> Iterator[ProcessPoolExecutor | None]:
     if not refreshing or (os.cpu_count() or 1) < 2:
         yield None
         return
-    with ProcessPoolExecutor(
-        max_workers=1,
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_worker_start,
-        initargs=(os.getpid(),),
-    ) as graph:
+    with _one_process(_worker_start) as graph:
         graph.submit(int)  # forks it now
         yield graph
 
