@@ -350,8 +350,7 @@ class QueryLoop:
             if kept is not None:
                 order.append((kept, kept.score or 0.0, float(kept.node.metadata.get("grade", 0.0))))
             else:
-                under = self.grader.threshold - 1e-4  # ungraded: under the threshold, as above
-                order.append((node, min(grades[node.node.node_id], under), 0.0))
+                order.append((node, min(grades[node.node.node_id], self._under), 0.0))
         order += [
             (n, n.score or 0.0, float(n.node.metadata.get("grade", 0.0))) for n in cited.values()
         ]
@@ -364,6 +363,11 @@ class QueryLoop:
             )
         return out
 
+    @property
+    def _under(self) -> float:
+        """The highest score an ungraded node may have: just under the grader's threshold."""
+        return round(self.grader.threshold - 1e-4, 4)
+
     def _ungraded(
         self, nodes: Sequence[NodeWithScore], question: Question, trace: Trace, ceiling: float
     ) -> list[NodeWithScore]:
@@ -371,10 +375,9 @@ class QueryLoop:
         `ceiling` nor the node before them (scores stay in rank order) and always under the
         grader's threshold: a similarity cutoff there keeps exactly what was graded relevant."""
         grades = self.grader.offline_grades(nodes, question, trace.intent_names)
-        under = round(self.grader.threshold - 1e-4, 4)
         out: list[NodeWithScore] = []
         for node, grade in zip(nodes, grades, strict=True):
-            ceiling = min(ceiling, round(grade, 4), under)
+            ceiling = min(ceiling, round(grade, 4), self._under)
             out.append(fresh(node.node, ceiling, grade=0.0, attempt=0))
         return out
 
