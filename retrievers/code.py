@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable, Sequence
 
@@ -16,6 +15,7 @@ from arela_index.llm.ollama import Rest
 from arela_index.nodes import fresh
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.selectors.intents import PROCEDURAL
+from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code import CodeStore, embedding_failure
 from arela_index.stores.code_search import RRF_K, chunk_terms, fuse
 from arela_index.stores.vectors import describe_store
@@ -186,7 +186,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         terms = list(dict.fromkeys(index_terms(asked)))
         if sparse is None or not terms:
             return [0.0 for _ in positions]
-        weights = {t: _idf(sparse.document_frequency(t) or 0, sparse.documents) for t in terms}
+        weights = {t: bm25_idf(sparse.document_frequency(t) or 0, sparse.documents) for t in terms}
         total = sum(weights.values())
         return [
             sum(w for t, w in weights.items() if t in self._terms_of(i)) / total for i in positions
@@ -245,11 +245,6 @@ class CodeMemoryRetriever(MemoryRetriever):
         if self._dense is not None:
             self._dense.remember(answered, why_not)
         return found
-
-
-def _idf(documents_with: int, documents: int) -> float:
-    """BM25's idf, as the sparse index weighs a term."""
-    return math.log(1 + (documents - documents_with + 0.5) / (documents_with + 0.5))
 
 
 def _source_first(intents: Sequence[str]) -> bool | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 
+from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code_search import SparseIndex
 from arela_index.text.stem import stem
 
@@ -45,7 +45,7 @@ class TermWeights:
         if self.documents <= 0:
             return 1.0
         count = self._frequency(self.stems([word])[0]) or 0
-        return math.log(1 + (self.documents - count + 0.5) / (count + 0.5))
+        return bm25_idf(count, self.documents)
 
     def unknown_share(self, words: Iterable[str]) -> float:
         """The share of the words' weight in words the repository never uses: 1.0 when it

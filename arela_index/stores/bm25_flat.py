@@ -15,6 +15,15 @@ from typing import Any
 import numpy as np
 
 
+def bm25_idf(documents_with: int, documents: int) -> float:
+    """A term's idf as bm25s weighs it ("lucene"), on Python's `math.log` as bm25s computes it.
+
+    >>> round(bm25_idf(1, 10), 3)
+    1.992
+    """
+    return math.log(1 + (documents - documents_with + 0.5) / (documents_with + 0.5))
+
+
 class FlatDocs:
     """Documents as term ids end to end: document k's are `ids[s:s + counts[k]]`."""
 
@@ -79,7 +88,7 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     # NumPy's log may differ in the last bit): few distinct frequencies, so few logs.
     idf = np.zeros(n_vocab, dtype=index.dtype)
     seen = np.flatnonzero(df)
-    values = {d: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for d in set(df[seen].tolist())}
+    values = {d: bm25_idf(d, n_docs) for d in set(df[seen].tolist())}
     idf[seen] = [values[d] for d in df[seen].tolist()]
     k1, b = index.k1, index.b
     # tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf), in double precision as bm25s's NumPy scalars
