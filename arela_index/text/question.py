@@ -5,10 +5,11 @@ memories, the grader and the rewrite share this reading; a rewrite of it keeps i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
+from typing import TypeVar
 
 from llama_index.core.schema import QueryBundle, QueryType
 
@@ -16,6 +17,8 @@ from arela_index.errors import ArelaError
 from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
 from arela_index.text.timephrases import TimePhrases, TimeWindow
 from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
+
+T = TypeVar("T")
 
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
@@ -131,24 +134,19 @@ class Question:
     def found(self, vocabulary: Vocabulary) -> Found:
         """The symbols, paths and authors `vocabulary` knows that this question names (shared:
         not to be changed)."""
-        kept = self._found.get(id(vocabulary))
-        if kept is None or kept[0] is not vocabulary:
-            kept = (vocabulary, vocabulary.find(self.text, self.mentions))
-            self._found[id(vocabulary)] = kept
-        return kept[1]
+        return _once(self._found, vocabulary, lambda: vocabulary.find(self.text, self.mentions))
 
     def authors(self, vocabulary: Vocabulary) -> tuple[str, ...]:
         """The commit authors the question (as asked) names: a whole name, or a part of one
         longer than two letters written capitalised ("Lord", not "lord"); a one-word name
         exactly as the author writes it ("Test", not "test")."""
         asked = self.asked
-        kept = asked._authors.get(id(vocabulary))
-        if kept is not None and kept[0] is vocabulary:
-            return kept[1]
-        candidates = [a for a in map(vocabulary.author_named, asked.mentions.words) if a]
-        found = named_authors(asked.text, candidates) if candidates else ()
-        asked._authors[id(vocabulary)] = (vocabulary, found)
-        return found
+
+        def named() -> tuple[str, ...]:
+            candidates = [a for a in map(vocabulary.author_named, asked.mentions.words) if a]
+            return named_authors(asked.text, candidates) if candidates else ()
+
+        return _once(asked._authors, vocabulary, named)
 
     # Read when first asked for (routing alone needs neither), then kept.
     @cached_property
@@ -188,6 +186,17 @@ class _Carried(QueryBundle):
     """A stock `QueryBundle` with the question it was made from."""
 
     question: Question | None = None
+
+
+def _once(
+    cache: dict[int, tuple[Vocabulary, T]], vocabulary: Vocabulary, make: Callable[[], T]
+) -> T:
+    """`make()` for this vocabulary, made once: kept by the vocabulary's id, with the vocabulary
+    itself, so that another one at a reused id is never answered from it."""
+    kept = cache.get(id(vocabulary))
+    if kept is None or kept[0] is not vocabulary:
+        kept = cache[id(vocabulary)] = (vocabulary, make())
+    return kept[1]
 
 
 def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
