@@ -16,6 +16,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ LONG_QUESTION_WORDS = 30
 NOT_SOURCE_WEIGHT = 0.25
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
+# A traceback frame names the file it ran in: Python's `File "…/pkg/mod.py", line 12` and the
+# `pkg/mod.py:12` of pytest, linters and most other languages' traces.
+_FRAME = re.compile(r'File "([^"\n]+)", line \d+|([\w.\\/-]+\.\w+):\d+')
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|specs?)/"
     r"|(^|/)(test_[^/]*|[^/]*[_.-](test|tests|spec)\.[^/.]+|[^/]*Tests?\.[^/.]+|conftest\.py)$"
@@ -381,6 +385,8 @@ class CodeSearch:
         for file, chunk in best.items():
             if chunk not in fused and scores[chunk] > 0:
                 fused[chunk] = 1 / (RRF_K + files[file])
+        for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
+            fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         if source_first is None:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
         if source_first:
@@ -388,6 +394,35 @@ class CodeSearch:
                 if self._not_source[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         return sorted(fused, key=fused.__getitem__, reverse=True)
+
+    def _framed(self, question: str) -> np.ndarray:
+        """The indexed files a traceback in the question ran through, innermost frame first (the
+        last one written: where the error was raised), each file once. A frame's path is taken
+        by the longest tail of two or more parts that names one indexed file: an installed
+        `…/site-packages/_pytest/_io/saferepr.py` is the repository's `src/_pytest/_io/saferepr.py`;
+        a bare `main.py` names no file (the reporter's own script as often as the project's)."""
+        named: dict[int, None] = {}
+        for match in reversed(list(_FRAME.finditer(question))):
+            parts = (match.group(1) or match.group(2)).replace("\\", "/").split("/")
+            for k in range(len(parts), 1, -1):
+                found = self._tails.get("/".join(parts[-k:]))
+                if found is not None:
+                    if found >= 0:
+                        named.setdefault(found, None)
+                    break
+        return np.fromiter(named, dtype=np.int64, count=len(named))
+
+    @cached_property
+    def _tails(self) -> dict[str, int]:
+        """Each tail of two or more parts of an indexed path: the one file it names, or -1 when
+        several end so."""
+        tails: dict[str, int] = {}
+        for number, path in enumerate(self._sparse.paths):
+            parts = path.split("/")
+            for k in range(2, len(parts) + 1):
+                tail = "/".join(parts[-k:])
+                tails[tail] = number if tails.get(tail, number) == number else -1
+        return tails
 
     def _best_chunks(self, files: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Each file's best-scoring chunk (the first of equals)."""

@@ -90,8 +90,10 @@ class Question:
             raise ArelaError(
                 "the question is empty: ask something about the repository, e.g. `who calls main?`"
             )
-        question = cls.of(text[:MAX_CHARS])
-        return replace(question, lines=raw[: 2 * MAX_CHARS]) if "\n" in raw.strip() else question
+        question = cls.of(_cut(text, MAX_CHARS))
+        return (
+            replace(question, lines=_cut(raw, 2 * MAX_CHARS)) if "\n" in raw.strip() else question
+        )
 
     @classmethod
     def of(cls, text: str) -> Question:
@@ -220,3 +222,17 @@ def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
         if full or part:
             out.append(author)
     return tuple(out)
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters: its first three quarters and its last quarter when longer.
+    A pasted report ends with what matters most as often as it starts with it: a traceback's
+    innermost frames and its error are its last lines.
+
+    >>> _cut("a" * 6 + "b" * 6, 8)
+    'aaaaa bb'
+    """
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    return f"{text[: limit - tail - 1]} {text[-tail:]}"
