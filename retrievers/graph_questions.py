@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
+from arela_index.selectors.reports import REPORT_WORDS
 from arela_index.stores.graph import GraphStore
 from arela_index.text.question import Question
 
@@ -159,8 +160,11 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
     """The symbols a question names, strongest evidence first.
 
     Plain words count only when no stronger mention resolves, and match a symbol by closest
-    name only with `fuzzy_words` (when the wording is plainly about code structure).
+    name only with `fuzzy_words` (when the wording is plainly about code structure). A pasted
+    report's names are copied from code and output, not typed: none is matched by closest
+    name (on a report's dozens of names that search cost more than the rest of the question).
     """
+    fuzzy = len(question.text.split()) <= REPORT_WORDS
     mentions = question.mentions
     found: list[Entity] = []
     seen: set[str] = set()
@@ -173,7 +177,7 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
 
     for name in mentions.names:
         if name.lower() not in _QUESTION_WORDS:
-            add(Entity(name, *store.find(name)))
+            add(Entity(name, *store.find(name, fuzzy=fuzzy)))
     for path in mentions.paths:
         modules = store.modules_at(path)
         if modules:
@@ -188,7 +192,7 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
             # "class Function": a word that names a relation elsewhere names a symbol here.
             named = word[:1].isupper() and _said_kind(question.text, word) is not None
             if word.lower() not in _QUESTION_WORDS or named:
-                add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
+                add(Entity(word, *store.find(word, fuzzy=fuzzy_words and fuzzy)))
     lowered = question.text.lower()
 
     def position(entity: Entity) -> int:
