@@ -38,6 +38,11 @@ SHARES_FILE_RANK = 0.75
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
 NOT_SOURCE_WEIGHT = 0.25
+# A question that names a test ("the test class", "tests", `test_min`, `TestCatalogs`) asks about
+# tests, unless it is a pasted report (its reproduction and output are full of tests): one of at
+# most this many terms. "Testing" is an activity ("to enable independent testing"), not a test.
+ASKED_TEST_TERMS = 60
+_NAMES_TESTS = re.compile(r"\b(?:[Tt]ests?|\w+_tests?|tests?_\w+|Tests?[A-Z_]\w*|\w+Tests?)\b")
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
 # A traceback frame names the file it ran in: Python's `File "…/pkg/mod.py", line 12` and the
@@ -349,10 +354,16 @@ class CodeSearch:
             p for p, c in zip(paths, chunks, strict=True) if c.metadata.get("kind") not in _PROSE
         }
         # A decision record is prose, but it is where a "why is it so" question is answered.
+        tests = np.array([is_test_path(p) for p in sparse.paths], dtype=bool)
         source = np.array(
-            [(p in code and not is_test_path(p)) or is_adr(p) for p in sparse.paths], dtype=bool
+            [
+                (p in code and not test) or is_adr(p)
+                for p, test in zip(sparse.paths, tests, strict=True)
+            ],
+            dtype=bool,
         )
         self._not_source = ~source[self._file_of]
+        self._prose = ~(source | tests)[self._file_of]  # not source, and not a test either
 
     def terms(self, question: str) -> list[int]:
         """The ids of the question's terms (`index_terms`) that the index knows."""
@@ -390,8 +401,11 @@ class CodeSearch:
         if source_first is None:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
         if source_first:
+            lower = self._not_source
+            if len(terms) <= ASKED_TEST_TERMS and _NAMES_TESTS.search(question):
+                lower = self._prose  # "why does the test class …": tests are what it asks about
             for chunk in fused:
-                if self._not_source[chunk]:
+                if lower[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         return sorted(fused, key=fused.__getitem__, reverse=True)
 
