@@ -258,8 +258,11 @@ class CitedSynthesizer(BaseSynthesizer):
         self, query: QueryType, nodes: list[NodeWithScore], trace: Trace | None = None
     ) -> Steps[Response | StreamingResponse]:
         # In a stock engine the trace comes with the nodes `ArelaRetriever.retrieve` returned.
-        question = Question.read(query).text  # cut to the question limit, as the loop read it
-        trace = trace or Trace.of(nodes) or Trace(question=question)
+        trace = trace or Trace.of(nodes)
+        # The question as the loop read it (cut to the question limit): read again only when
+        # no trace says (a pasted report is costly to read twice).
+        question = trace.question if trace and trace.question else Question.read(query).text
+        trace = trace or Trace(question=question)
         return (yield from self.respond_steps(question, nodes, trace))
 
     def respond_steps(

@@ -416,27 +416,26 @@ class CodeSearch:
         `…/site-packages/_pytest/_io/saferepr.py` is the repository's `src/_pytest/_io/saferepr.py`;
         a bare `main.py` names no file (the reporter's own script as often as the project's)."""
         named: dict[int, None] = {}
+        paths = self._sparse.paths
         for match in reversed(list(_FRAME.finditer(question))):
             parts = (match.group(1) or match.group(2)).replace("\\", "/").split("/")
+            candidates = self._by_name.get(parts[-1], ())
             for k in range(len(parts), 1, -1):
-                found = self._tails.get("/".join(parts[-k:]))
-                if found is not None:
-                    if found >= 0:
-                        named.setdefault(found, None)
+                tail = "/".join(parts[-k:])
+                found = [i for i in candidates if paths[i] == tail or paths[i].endswith("/" + tail)]
+                if found:
+                    if len(found) == 1:
+                        named.setdefault(found[0], None)
                     break
         return np.fromiter(named, dtype=np.int64, count=len(named))
 
     @cached_property
-    def _tails(self) -> dict[str, int]:
-        """Each tail of two or more parts of an indexed path: the one file it names, or -1 when
-        several end so."""
-        tails: dict[str, int] = {}
+    def _by_name(self) -> dict[str, list[int]]:
+        """The indexed files by their name (`saferepr.py`), as positions in `paths`."""
+        found: dict[str, list[int]] = {}
         for number, path in enumerate(self._sparse.paths):
-            parts = path.split("/")
-            for k in range(2, len(parts) + 1):
-                tail = "/".join(parts[-k:])
-                tails[tail] = number if tails.get(tail, number) == number else -1
-        return tails
+            found.setdefault(path.rpartition("/")[2], []).append(number)
+        return found
 
     def _best_chunks(self, files: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Each file's best-scoring chunk (the first of equals)."""

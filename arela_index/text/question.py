@@ -22,6 +22,7 @@ T = TypeVar("T")
 
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
+_LAYOUT = str.maketrans("", "", "\n\t")  # the control characters a question may keep
 
 
 def content_terms(text: str) -> list[str]:
@@ -83,7 +84,10 @@ class Question:
         if isinstance(query, Question):
             return query
         raw = query.query_str if isinstance(query, QueryBundle) else str(query)
-        if not raw.isprintable():
+        # Most pastes hold no control character but their line breaks (CRLF from a browser's
+        # text box) and tabs: checked in C.
+        raw = raw.replace("\r\n", "\n")
+        if not raw.isprintable() and not raw.translate(_LAYOUT).isprintable():
             raw = "".join(ch for ch in raw if ch.isprintable() or ch in "\n\t")
         text = " ".join(raw.split())
         if not text and not empty_ok:
