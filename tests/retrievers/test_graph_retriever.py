@@ -292,3 +292,30 @@ def test_a_class_named_like_its_package_is_the_class(tmp_path: Path) -> None:
     assert store.find("fastshop") == (["fastshop"], "exact")
     summary, _ = ask(store, "where is FastShop defined?")
     assert summary.node.metadata["file_path"] == "fastshop/applications.py"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who calls invoke?",
+        "which functions call invoke?",
+        "what uses `invoke`?",
+        "callers of invoke",
+    ],
+)
+def test_a_name_that_is_also_a_relation_word_is_found_in_the_name_slot(
+    tmp_path_factory: pytest.TempPathFactory, question: str
+) -> None:
+    files = {
+        "app/command.py": "class Command:\n    def invoke(self):\n        return 1\n",
+        "app/main.py": "from app.command import Command\n\n\ndef main():\n    return Command().invoke()\n",
+    }
+    root = tmp_path_factory.mktemp("invoke")
+    store = build_graph(GitRepo(root / "repo"), files, root / "graph")
+    summary, related = ask(store, question)
+    assert summary.node.metadata["symbol"] == "app.command.Command.invoke"
+    assert symbols(related) == {"app.main.main"}
+
+
+def test_a_relation_word_outside_the_name_slot_names_nothing(shop: GraphStore) -> None:
+    assert CodeGraphRetriever(shop).retrieve("who calls it, and how is it used?") == []
