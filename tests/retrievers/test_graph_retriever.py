@@ -319,3 +319,42 @@ def test_a_name_that_is_also_a_relation_word_is_found_in_the_name_slot(
 
 def test_a_relation_word_outside_the_name_slot_names_nothing(shop: GraphStore) -> None:
     assert CodeGraphRetriever(shop).retrieve("who calls it, and how is it used?") == []
+
+
+def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "lib/app/base.rb": (
+            "module App\n  class Base\n    def route(path)\n      compile(path)\n    end\n\n"
+            "    def compile(path)\n      path\n    end\n  end\nend\n"
+        ),
+        "lib/app/application.rb": (
+            "require_relative 'base'\n\nmodule App\n  class Application < Base\n"
+            "    def start\n      route('/')\n    end\n  end\nend\n"
+        ),
+        "src/Util/Helper.php": (
+            "<?php\nnamespace App\\Util;\n\nclass Helper {\n"
+            "    public static function go() { return 1; }\n}\n"
+        ),
+        "src/Dog.php": (
+            "<?php\nnamespace App;\n\nuse App\\Util\\Helper;\n\nclass Dog {\n"
+            "    public function bark() { return Helper::go(); }\n}\n"
+        ),
+        "Shop/Cart.cs": (
+            "namespace Shop.Orders {\n  public class Cart {\n    public int Total() { return 1; }\n"
+            "  }\n}\n"
+        ),
+    }
+    store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    summary, _ = ask(store, "where is App::Base defined?")
+    assert summary.node.metadata["symbol"] == "App.Base"
+    assert summary.node.metadata["file_path"] == "lib/app/base.rb"
+    _, related = ask(store, "what does App::Application inherit from?")
+    assert symbols(related) == {"App.Base"}
+    _, related = ask(store, "who calls App::Base#route?")
+    assert symbols(related) == {"App.Application.start"}
+    _, related = ask(store, "who calls Helper::go?")
+    assert symbols(related) == {"App.Dog.bark"}
+    summary, _ = ask(store, "where is class Cart defined?")
+    assert summary.node.metadata["symbol"] == "Shop.Orders.Cart"
