@@ -358,3 +358,20 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
     assert symbols(related) == {"App.Dog.bark"}
     summary, _ = ask(store, "where is class Cart defined?")
     assert summary.node.metadata["symbol"] == "Shop.Orders.Cart"
+
+
+def test_classes_implementing_an_interface_from_outside_the_repository(tmp_path: Path) -> None:
+    files = {
+        "src/main/java/shop/Point.java": (
+            "package shop;\n\nimport java.io.Serializable;\n\n"
+            "public class Point implements Serializable {\n}\n"
+        ),
+        "src/main/java/shop/Order.java": (
+            "package shop;\n\nimport java.io.Serializable;\n\n"
+            "public class Order implements Serializable {\n}\n"
+        ),
+        "src/main/java/shop/Serializer.java": ("package shop;\n\npublic class Serializer {\n}\n"),
+    }
+    store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    _, related = ask(store, "which classes implement Serializable?")
+    assert symbols(related) == {"shop.Point", "shop.Order"}
