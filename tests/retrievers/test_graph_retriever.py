@@ -326,9 +326,11 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
 ) -> None:
     files = {
         "lib/app/base.rb": (
-            "module App\n  class Base\n    def route(path)\n      compile(path)\n    end\n\n"
+            "module App\n  class Base\n    include Helpers\n\n"
+            "    def route(path)\n      compile(path)\n    end\n\n"
             "    def compile(path)\n      path\n    end\n  end\nend\n"
         ),
+        "lib/app/helpers.rb": "module App\n  module Helpers\n    def halt\n    end\n  end\nend\n",
         "lib/app/application.rb": (
             "require_relative 'base'\n\nmodule App\n  class Application < Base\n"
             "    def start\n      route('/')\n    end\n  end\nend\n"
@@ -351,7 +353,12 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
     assert summary.node.metadata["symbol"] == "App.Base"
     assert summary.node.metadata["file_path"] == "lib/app/base.rb"
     _, related = ask(store, "what does App::Application inherit from?")
-    assert symbols(related) == {"App.Base"}
+    assert symbols(related) == {"App.Base", "App.Helpers"}
+    summary, related = ask(store, "where is App::Helpers defined?")
+    assert (summary.node.metadata["symbol"], summary.node.metadata["file_path"]) == (
+        "App.Helpers",
+        "lib/app/helpers.rb",
+    )
     _, related = ask(store, "who calls App::Base#route?")
     assert symbols(related) == {"App.Application.start"}
     _, related = ask(store, "who calls Helper::go?")
