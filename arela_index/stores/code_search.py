@@ -38,11 +38,17 @@ SHARES_FILE_RANK = 0.75
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
 NOT_SOURCE_WEIGHT = 0.25
-# A question that names a test ("the test class", "tests", `test_min`, `TestCatalogs`) asks about
-# tests, unless it is a pasted report (its reproduction and output are full of tests): one of at
-# most this many terms. "Testing" is an activity ("to enable independent testing"), not a test.
+# A question that names a test ("the test class", "tests", "the test_min function", TestCatalogs)
+# asks about tests, unless it is a pasted report (its reproduction and output are full of tests):
+# one of at most this many terms. "Testing" is an activity ("to enable independent testing"), and
+# "the test client" or "the test runner" are the project's own features (flask, click).
 ASKED_TEST_TERMS = 60
-_NAMES_TESTS = re.compile(r"\b(?:[Tt]ests?|\w+_tests?|tests?_\w+|Tests?[A-Z_]\w*|\w+Tests?)\b")
+# pytest's source: 24% of its chunks say "test"; pylint's 5%, sphinx's and xarray's 2%.
+TESTS_AS_SUBJECT = 0.15
+_KINDS = r"class(?:es)?|functions?|methods?|modules?|cases?|files?|suites?"
+_NAMES_TESTS = re.compile(
+    rf"\b[Tt]ests?[ _-]?(?:{_KINDS})\b|\btest_\w+ (?:{_KINDS})\b|\btests\b|\bTests?[A-Z]\w*|\w+Tests\b"
+)
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
 # A traceback frame names the file it ran in: Python's `File "…/pkg/mod.py", line 12` and the
@@ -402,12 +408,27 @@ class CodeSearch:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
         if source_first:
             lower = self._not_source
-            if len(terms) <= ASKED_TEST_TERMS and _NAMES_TESTS.search(question):
+            if (
+                len(terms) <= ASKED_TEST_TERMS
+                and _NAMES_TESTS.search(question)
+                and not self._tests_are_its_subject
+            ):
                 lower = self._prose  # "why does the test class …": tests are what it asks about
             for chunk in fused:
                 if lower[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         return sorted(fused, key=fused.__getitem__, reverse=True)
+
+    @cached_property
+    def _tests_are_its_subject(self) -> bool:
+        """Whether "test" is the repository's own subject, used all over its source (a test
+        runner's "the last failed test"): then naming a test says nothing of test files."""
+        found = self._sparse.term_ids(index_terms("test"))
+        source = ~self._not_source
+        if not found or not source.any():
+            return False
+        holding = self._sparse.chunk_scores(found[:1]) > 0
+        return bool(holding[source].mean() >= TESTS_AS_SUBJECT)
 
     def _framed(self, question: str) -> np.ndarray:
         """The indexed files a traceback in the question ran through, innermost frame first (the

@@ -254,7 +254,7 @@ def test_a_question_about_code_ranks_its_tests_lower_unless_it_names_a_test(
         "src/jobrunner/retry.py"
     )
     assert first(
-        "why does the test check that backoff delays double and jitter spreads retries?"
+        "why does the test function check that backoff delays double and jitter spreads retries?"
     ) == ("tests/test_retry.py")
     # Testing as an activity is not a test: the code stays first.
     assert first("how can backoff delays and jitter be refactored to ease testing?") == (
