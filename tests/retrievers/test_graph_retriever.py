@@ -321,7 +321,7 @@ def test_a_relation_word_outside_the_name_slot_names_nothing(shop: GraphStore) -
     assert CodeGraphRetriever(shop).retrieve("who calls it, and how is it used?") == []
 
 
-def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
+def test_ruby_php_csharp_and_swift_symbols_are_named_as_their_languages_name_them(
     tmp_path: Path,
 ) -> None:
     files = {
@@ -343,6 +343,7 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
             "<?php\nnamespace App;\n\nuse App\\Util\\Helper;\n\nclass Dog {\n"
             "    public function bark() { return Helper::go(); }\n}\n"
         ),
+        "Sources/Shop/Basket.swift": "struct Basket {\n  func total() -> Int { return 1 }\n}\n",
         "Shop/Cart.cs": (
             "namespace Shop.Orders {\n  public class Cart {\n    public int Total() { return 1; }\n"
             "  }\n}\n"
@@ -365,6 +366,8 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
     assert symbols(related) == {"App.Dog.bark"}
     summary, _ = ask(store, "where is class Cart defined?")
     assert summary.node.metadata["symbol"] == "Shop.Orders.Cart"
+    summary, _ = ask(store, "where is the Basket struct defined?")
+    assert summary.node.metadata["symbol"] == "Shop.Basket"
 
 
 def test_classes_implementing_an_interface_from_outside_the_repository(tmp_path: Path) -> None:
