@@ -9,7 +9,12 @@ is bm25s's own to the last bit (tests/stores/test_code_bm25_build.py holds it to
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+from collections.abc import Sequence
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -118,3 +123,19 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
         "indptr": indptr,
         "num_docs": n_docs,
     }
+
+
+def save_named(index: Any, directory: Path, key: str, names: Sequence[str]) -> None:
+    """`index.save(directory, corpus=[{key: name} for name in names])`, the same files to the
+    byte (as bm25s writes them with the standard `json` module, orjson absent): bm25s encodes the corpus a JSON document at a time and then reads the file back a
+    line at a time for its line offsets (`corpus.mmindex.json`), about a second for the
+    chunks of a large repository, paid by every refresh. Here the lines and their offsets are
+    made in one pass and written at once."""
+    index.save(str(directory), show_progress=False)  # the arrays, vocabulary and parameters
+    head = "{" + encode_basestring(key) + ": "
+    lines = [f"{head}{encode_basestring(name)}}}\n".encode() for name in names]
+    offsets = list(itertools.accumulate(map(len, lines[:-1]), initial=0)) if lines else []
+    with open(directory / "corpus.jsonl", "wb") as fh:
+        fh.write(b"".join(lines))
+    # bm25s's own dump of the offsets (json.dumps of the list).
+    (directory / "corpus.mmindex.json").write_text(json.dumps(offsets), encoding="utf-8")

@@ -197,9 +197,10 @@ class SparseIndex:
     def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
         """Write both indexes into `directory`, each with its documents' names (chunk ids, paths),
         and the chunks' terms (`Terms`) a refresh reuses."""
-        quiet = {"show_progress": False, "raise_on_serialization_error": True}
-        self.chunks.save(str(directory / _CHUNK_INDEX), [{"id": i} for i in chunk_ids], **quiet)
-        self.files.save(str(directory / _FILE_INDEX), [{"path": p} for p in self.paths], **quiet)
+        from arela_index.stores.bm25_flat import save_named
+
+        save_named(self.chunks, directory / _CHUNK_INDEX, "id", chunk_ids)
+        save_named(self.files, directory / _FILE_INDEX, "path", self.paths)
         if self.terms is not None:
             self.terms.save(directory, self.paths, self._file_of())
 
