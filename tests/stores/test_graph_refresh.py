@@ -28,6 +28,7 @@ FILES: dict[str, str | bytes] = {
     ),
     "shop/cli.py": "from shop.cart import Cart\n\n\ndef main():\n    return Cart().checkout([])\n",
     "shop/rates.py": "RATE = 3\n",
+    "report.py": "from shop.prices import total\n\n\ndef show(items):\n    return total(items)\n",
 }
 
 EDITS = {
@@ -38,6 +39,11 @@ EDITS = {
             '    """The sum of the items\' prices."""\n'
             "    return sum(price(i) for i in items)\n\n\ndef price(item):\n    return item.cost\n"
         )
+    },
+    # Two modules' bodies: the patched names share no prefix but the quote.
+    "two modules": {
+        "shop/prices.py": "# Prices.\n\n" + FILES["shop/prices.py"],
+        "report.py": '"""Reports."""\n' + FILES["report.py"],
     },
     # A module of constants grows: its one node's lines change, no edge does.
     "module": {"shop/rates.py": "RATE = 3\n\nTAX = 0.2\n\nSHIPPING = 5\n"},
