@@ -47,9 +47,10 @@ COMMON_WORDS = frozenset(
 def repo_terms(vocabulary: Vocabulary) -> frozenset[str]:
     """The words the repository's symbol names and paths are made of, with their variants."""
     parts: set[str] = set()
-    for name in vocabulary.symbols:
-        for piece in name.replace("/", ".").split("."):
-            parts.update(split_identifier(piece))
+    # Qualified names repeat their modules' pieces: each distinct piece is split once.
+    pieces = {piece for name in vocabulary.symbols for piece in name.replace("/", ".").split(".")}
+    for piece in pieces:
+        parts.update(split_identifier(piece))
     for path in vocabulary.paths:
         for piece in PurePosixPath(path).with_suffix("").parts:
             parts.update(p for w in words(piece) for p in split_identifier(w))

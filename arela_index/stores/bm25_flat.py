@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 from collections.abc import Sequence
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +139,31 @@ def save_named(index: Any, directory: Path, key: str, names: Sequence[str]) -> N
         fh.write(b"".join(lines))
     # bm25s's own dump of the offsets (json.dumps of the list).
     (directory / "corpus.mmindex.json").write_text(json.dumps(offsets), encoding="utf-8")
+
+
+class DocumentCounts:
+    """How many documents of a saved bm25s index hold each term, read from its vocabulary and
+    column pointers alone: with Lucene scoring every document holding a term has a score for
+    it, so a term's column length is its document frequency (what counting its nonzero scores
+    gives), without reading the scores or the documents.
+
+    >>> counts = DocumentCounts(Path("idx/code/bm25"))   # doctest: +SKIP
+    >>> counts("pars"), counts("never-seen")            # doctest: +SKIP
+    (412, None)
+    """
+
+    def __init__(self, folder: Path) -> None:
+        vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
+        pointers = np.load(folder / "indptr.csc.index.npy", allow_pickle=False)
+        # bm25s numbers its own empty token after the terms, with no column of its own.
+        if not isinstance(vocab, dict) or len(pointers) < len(vocab):
+            raise ValueError("vocabulary and column pointers do not fit")
+        self._vocab: dict[str, int] = vocab
+        self._lengths = np.diff(pointers)
+
+    def __call__(self, term: str) -> int | None:
+        """The number of documents holding `term`; None when the index does not know it."""
+        number = self._vocab.get(term) if term else None
+        if number is None or not 0 <= number < len(self._lengths):
+            return None
+        return int(self._lengths[number])

@@ -24,6 +24,7 @@ from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
 from arela_index.stores.graph_refresh import (
     FORMAT,
     GRAPH_FILE,
+    NAMES_FILE,
     SYMBOLS_FILE,
     refresh_graph,
     write_json,
@@ -183,6 +184,7 @@ class GraphStore:
             ),
         }
         write_json(directory / SYMBOLS_FILE, symbols)
+        write_json(directory / NAMES_FILE, {"format": FORMAT, "symbols": self._defined})
 
     @classmethod
     def previous(cls, directory: Path) -> GraphStore:

@@ -16,11 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arela_index.errors import corrupt
+from arela_index.indexing.persist import link_file
 from arela_index.parsing.symbols import Definition, FileSymbols
 from arela_index.stores.graph_resolve import Edge, Resolver
 
 GRAPH_FILE = "graph.json"
 SYMBOLS_FILE = "symbols.json"
+# The names of the symbols the repository defines: what a question is routed by, read without
+# the graph (tens of MB of JSON on a large repository) until a question needs the graph.
+NAMES_FILE = "names.json"
 FORMAT = 1  # of both files
 _Key = tuple[str, str, str]  # source, target, relation
 
@@ -42,6 +47,8 @@ def refresh_graph(
         _shape(before[p]) == _shape(files[p]) for p in changed
     ):
         return False
+    if not (previous / NAMES_FILE).is_file():
+        return False  # an older build's graph: a full resolution writes the names
     resolver = Resolver(files.values())
     resolver.inheritance()
     edges: dict[_Key, tuple[int, bool, int, int]] = {}  # new line, resolved, count; old count
@@ -66,6 +73,8 @@ def refresh_graph(
     if not _patch(previous / GRAPH_FILE, directory / GRAPH_FILE, edges, nodes):
         (directory / GRAPH_FILE).unlink(missing_ok=True)
         return False
+    # The same symbols: the same names file, shared with the previous build.
+    link_file(previous / NAMES_FILE, directory / NAMES_FILE)
     entries = {p: {**files[p].to_json(), "sha256": digests.get(p)} for p in changed}
     if not _splice(previous / SYMBOLS_FILE, directory / SYMBOLS_FILE, entries):
         write_json(
@@ -239,6 +248,24 @@ def _contributions(resolver: Resolver, fs: FileSymbols) -> dict[_Key, tuple[int,
             else (seen[0], seen[1] or edge.resolved, seen[2] + 1)
         )
     return merged
+
+
+def read_names(directory: Path) -> list[str] | None:
+    """The names of the symbols the graph saved in `directory` defines (`GraphStore.symbol_names`),
+    read without the graph; None when its build wrote no names file (an older version made it)."""
+    path = directory / NAMES_FILE
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise corrupt(path, f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise corrupt(path, f"not a names file of format {FORMAT}")
+    names = data.get("symbols")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise corrupt(path, "malformed names")
+    return names
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ from support.stock_bm25 import sparse_text, stock_bm25
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import current_build
-from arela_index.stores.bm25_flat import save_named
+from arela_index.stores.bm25_flat import DocumentCounts, save_named
 from arela_index.stores.code_search import chunk_terms
 from arela_index.text.tokens import expand_identifiers
 
@@ -175,3 +175,14 @@ def test_the_index_is_saved_as_bm25s_saves_it(index: ArelaIndex, tmp_path: Path)
     assert ours == theirs and "corpus.mmindex.json" in ours
     loaded = bm25s.BM25.load(str(tmp_path / "ours"), load_corpus=True, show_progress=False)
     assert [row["path"] for row in loaded.corpus] == names
+
+
+def test_document_counts_read_from_disk_are_the_indexs_own(index: ArelaIndex) -> None:
+    sparse = index.code.sparse
+    assert sparse is not None
+    folder = current_build(index.persist_dir)
+    assert folder is not None
+    counts = DocumentCounts(folder / "code" / "bm25")
+    terms = [*sparse.chunks.vocab_dict, "", "neverusedword"]
+    assert [counts(t) for t in terms] == [sparse.document_frequency(t) for t in terms]
+    assert counts("retri") and counts("neverusedword") is None
