@@ -83,7 +83,9 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     keys = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
     keys *= size
     keys += docs.ids
-    keys.sort()
+    # Stable: a merge sort, linear on keys already in order, as they are when each document's
+    # ids are ascending (`code_search.Terms` keeps them so): most of a refresh's sorting.
+    keys.sort(kind="stable")
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
     tf = np.diff(np.append(starts, len(keys))).astype(np.float64)
     doc, term = np.divmod(keys[starts], size)
