@@ -43,6 +43,9 @@ def refresh_graph(
     line at a time (`write_json` writes one node or edge a line): only the changed files'
     edges and nodes are parsed, the others are copied as they are."""
     changed = [p for p, fs in files.items() if before.get(p) is not fs]
+    for path in changed:
+        if path in before:
+            before[path].whole()  # the others' references are read only for their bases
     if files.keys() != before.keys() or not all(
         _shape(before[p]) == _shape(files[p]) for p in changed
     ):

@@ -14,6 +14,7 @@ from arela_index.index import ArelaIndex
 from arela_index.indexing.build import build_index
 from arela_index.indexing.persist import current_build
 from arela_index.llm.runtime import detect
+from arela_index.stores.graph import GraphStore
 
 FILES: dict[str, str | bytes] = {
     "shop/base.py": "class Model:\n    def save(self):\n        return True\n",
@@ -99,3 +100,22 @@ def test_after_an_edit_above_it_a_symbol_is_where_it_now_is(tmp_path: Path) -> N
         "shop.cart.Cart.checkout",
         "report.show",
     }
+
+
+def test_a_refresh_reads_the_unchanged_files_bases_and_the_rest_when_it_resolves(
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit(FILES, "first")
+    persist = tmp_path / "index"
+    _build(repo.root, persist, refresh=False)
+    folder = current_build(persist)
+    assert folder is not None
+    whole = GraphStore.load(folder / "graph").files
+    before = GraphStore.previous(folder / "graph").files
+    cart = before["shop/cart.py"]
+    # What a patch reads of a file it does not change: its bases, not its calls.
+    assert [r.relation for r in cart.references] == ["inherits"]
+    assert {p: fs.whole() for p, fs in before.items()} == whole
+    assert [r.relation for r in cart.references] != ["inherits"]
+    assert cart.to_json() == whole["shop/cart.py"].to_json()
