@@ -15,6 +15,10 @@ DEFINITION_KINDS = frozenset(
 # methods and classes, and classes `include` it as a base.
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "mixin"})
 CALLABLE_KINDS = frozenset({"function", "method"})
+# Raised whenever parsing names or finds symbols differently (2: Ruby, PHP, C#, Scala and Swift
+# named as their languages name them). A refresh of an index read by another version reads every
+# file again, so that one graph never mixes two namings.
+PARSER_VERSION = 2
 # How `FileSymbols.error` starts when the parser itself failed, not the file's syntax.
 CRASH_MARK = "parser failed: "
 
