@@ -7,13 +7,15 @@ knows and uses no software word is out of scope.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
-from arela_index.text.stem import variants
+from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
 # Words that only come up when talking about software. A question with none of them, naming
@@ -34,27 +36,94 @@ SOFTWARE_WORDS = frozenset(
     environment timeout database sql orm socket protocol encoding utf unicode byte bytes string
     int float bool dict array tuple""".split()  # noqa: SIM905
 )
-# Words a repository's names share with everyday English; matching one is weak evidence.
+# Everyday English: matching one of a repository's names is weak evidence, and a question that uses
+# one the repository does not is no less about it. (Snowball stems "added" and "adding" to "ad",
+# apart from "add": they are listed too.)
 COMMON_WORDS = frozenset(
     """time name data value type list new main run get set first last good world day open close
     start end state info base text line word number date year user book page home help make item
     items thing way part form place point case work world good great best little long old right
     big high small large next early young important few public bad same able due pop put top add
-    use key map max min one two all any now end old out own way see""".split()  # noqa: SIM905
+    use key map max min one two all any now end old out own way see added adding another other
+    else support happen want need know like look find give tell think try come take keep let seem
+    show mean become leave feel bring begin move live believe hold provide stand lose include
+    continue follow create allow spend offer remember consider appear expect stay reach remain
+    suggest require decide explain instead really actually also still even ever never always
+    often sometimes usually maybe probably quite rather something anything everything nothing
+    someone anyone everyone people person week month today tomorrow yesterday currently wrong
+    better worse easy hard possible different similar whole kind sort lot bit much many more most
+    less least enough several every each both either neither such""".split()  # noqa: SIM905
 )
+SOFTWARE_STEMS = frozenset(stem(SOFTWARE_WORDS))
+COMMON_STEMS = frozenset(stem(COMMON_WORDS))
 
 
-def repo_terms(vocabulary: Vocabulary) -> frozenset[str]:
-    """The words the repository's symbol names and paths are made of, with their variants."""
-    parts: set[str] = set()
-    for name in vocabulary.symbols:
-        for piece in name.replace("/", ".").split("."):
-            parts.update(split_identifier(piece))
-    for path in vocabulary.paths:
-        for piece in PurePosixPath(path).with_suffix("").parts:
-            parts.update(p for w in words(piece) for p in split_identifier(w))
-    terms = {v for part in parts if len(part) > 2 and part not in STOPWORDS for v in variants(part)}
-    return frozenset(terms)
+class RepoTerms:
+    """The words the repository's symbol names and paths are made of, their Snowball stems, and
+    its authors' names (the one stemmer: the code memory's BM25 and the grader use it too).
+
+    A question's word whose stem the repository uses is evidence that the question is about the
+    repository: fully, or half when it is an everyday word ("name", "new").
+
+    >>> terms = RepoTerms.read(Vocabulary(symbols=["q.consume", "q.jobs.new_job"]))
+    >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka")]
+    [1.0, 1.0, 0.5, 0.0]
+    """
+
+    def __init__(
+        self, written: Iterable[str] = (), names: int = 0, people: Iterable[str] = ()
+    ) -> None:
+        self.written = frozenset(written)
+        self.stems = frozenset(stem(self.written))
+        self.names = names
+        # Authors' names count as the repository's words, but are no part of its code's names
+        # (`in`): masked as a name, "what did dependabot change?" would lose its history cue.
+        self.people = frozenset(people)
+
+    @classmethod
+    def read(cls, vocabulary: Vocabulary) -> RepoTerms:
+        parts: set[str] = set()
+        for name in vocabulary.symbols:
+            for piece in name.replace("/", ".").split("."):
+                parts.update(split_identifier(piece))
+        for path in vocabulary.paths:
+            for piece in PurePosixPath(path).with_suffix("").parts:
+                parts.update(p for w in words(piece) for p in split_identifier(w))
+        people = {w.lower() for author in vocabulary.authors for w in words(author)}
+        kept = (p for p in parts if len(p) > 2 and p not in STOPWORDS)
+        return cls(kept, len(vocabulary), (p for p in people if len(p) > 2))
+
+    def __contains__(self, form: object) -> bool:
+        return form in self.stems
+
+    def __or__(self, more: Iterable[str]) -> RepoTerms:
+        """These terms and the words `more` (a tool's own description)."""
+        more = {w.lower() for w in more if len(w) > 2}
+        return RepoTerms(self.written | more, self.names, self.people)
+
+    def weight(self, word: str, form: str | None = None) -> float:
+        """How much `word` (lower case; `form`: its stem, if known) says a question is about the
+        repository: 0 when the repository never uses its stem."""
+        form = form if form is not None else stem([word])[0]
+        if form not in self.stems and word not in self.people:
+            return 0.0
+        return 0.5 if _everyday(word, form) else 1.0
+
+    @property
+    def foreign_cost(self) -> float:
+        """What a word the repository never uses counts against a question being about it. The
+        larger the repository, the likelier it names what it is about: absent from 10,000 names,
+        a word weighs about as much as a matched one; absent from 30, about a third."""
+        return min(1.0, math.log10(1 + self.names) / 4)
+
+
+def _written(path: str, written: set[str]) -> bool:
+    lower = path.lower()
+    return any(lower.endswith(w) or PurePosixPath(lower).stem == w for w in written if w)
+
+
+def _everyday(word: str, form: str) -> bool:
+    return word in COMMON_WORDS or form in COMMON_STEMS
 
 
 @dataclass
@@ -80,9 +149,7 @@ class Entities:
         return self.scope >= 1.0
 
 
-def read_entities(
-    question: Question, vocabulary: Vocabulary | None, terms: frozenset[str]
-) -> Entities:
+def read_entities(question: Question, vocabulary: Vocabulary | None, terms: RepoTerms) -> Entities:
     """Resolve what the question names and weigh how much it is about this repository.
 
     Symbols count as *named* when the question writes them as identifiers (`parse_config`,
@@ -106,44 +173,80 @@ def read_entities(
                     if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
                 )
         entities.authors = list(question.authors(vocabulary))
-    _weigh_scope(entities, question.text, terms)
+    _weigh_scope(entities, question, terms)
     return entities
 
 
-def _weigh_scope(entities: Entities, question: str, terms: frozenset[str]) -> None:
+def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> None:
     add = entities.scope_reasons.append
     score = 0.0
-    known = entities.named_symbols + entities.found.paths + entities.authors
-    entities.about_code = bool(known or entities.mentions.names or entities.mentions.paths)
+    mentions, found = entities.mentions, entities.found
+    # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
+    written = {m.lower().strip("./") for m in (*mentions.names, *mentions.paths)}
+    named_paths = [p for p in found.paths if _written(p, written)]
+    known = entities.named_symbols + named_paths + entities.authors
+    entities.about_code = bool(known or mentions.names or mentions.paths)
     if known:
         score += 2.0
         add("names " + ", ".join(f"`{k}`" for k in known[:3]))
-    elif entities.found.symbols:
-        score += 1.0
-        add(
-            "mentions " + ", ".join(f"`{s.rsplit('.', 1)[-1]}`" for s in entities.found.symbols[:3])
-        )
-    shaped = [n for n in (*entities.mentions.names, *entities.mentions.paths) if n not in known]
-    if shaped and not known:
+    # Names it writes that the repository does not know are some other code's ("WaitGroup"):
+    # evidence against, like any name the repository never uses. Without a vocabulary to know
+    # them by, they are evidence of code.
+    shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
+    unknown = [
+        n
+        for n in shaped
+        if n in found.unknown and _IDENTIFIER.fullmatch(n) and not terms.weight(n.lower())
+    ]
+    if shaped and not known and not unknown:
         score += 1.0
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
     seen: set[str] = set()
-    for word in words(question):
+    foreign = [n for n in unknown for _ in range(2)]
+    strong = bool(known or (shaped and not unknown))
+    # The parts of a name it writes ("send_email") are the name's, not words it asks about; an
+    # unknown name's parts ("wait" of `WaitGroup`) say nothing for the repository.
+    named = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
+    ignored = {
+        part for n in unknown for w in words(n) for part in (w.lower(), *split_identifier(w))
+    }
+    # A time it names ("in June 2024") limits the question; it is no topic of its own.
+    timed = {w.lower() for _, match in question.time.found for w in words(match.group(0))}
+    first = next(iter(words(question.text)), "")
+    for word in words(question.text):
         for part in {word.lower(), *split_identifier(word)}:
-            forms = variants(part)
-            if part in STOPWORDS or forms & seen:
+            [form] = stem([part])
+            if part in STOPWORDS or part in ignored or form in seen:
                 continue
-            seen |= forms
-            if forms & SOFTWARE_WORDS:
+            seen.add(form)
+            if form in SOFTWARE_STEMS:
                 score += 1.0
-                entities.about_code = True
+                strong = entities.about_code = True
                 add(f"software word '{part}'")
-            elif forms & terms:
-                score += 0.5 if forms & COMMON_WORDS else 1.0
-                add(f"repository word '{part}'")
+            elif weight := terms.weight(part, form):
+                score += weight
+                strong = strong or weight == 1.0
+                add(f"repository word '{part}'" + ("" if weight == 1.0 else " (weak)"))
+            elif part.isalpha() and len(part) > 2 and part not in named | timed:
+                # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
+                name = word[:1].isupper() and word != first
+                foreign += [] if _everyday(part, form) else [part] * (1 + name)
+    if known or score < 1.0:
+        entities.scope = score
+        return
+    if not strong:
+        # Only everyday words match: "suggest a name for my new kitten".
+        score = 0.9
+        add("only everyday words match the repository")
+    elif score < terms.foreign_cost * len(foreign):
+        # Most of what it asks about, the repository never names: a shared "level" does not
+        # make "the boiling point of water at sea level" a question about this repository.
+        score = 0.9
+        add("mostly words the repository never uses: " + ", ".join(foreign[:4]))
     entities.scope = score
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _BETWEEN = re.compile(
     r"\b(?:between|compare|comparing)\s+(.+?)\s+(?:and|with|to|vs\.?|versus)\s+(.+?)(?:[?.!:;,]|\s+(?:for|in|when|on|regarding)\b|$)",
     re.IGNORECASE,
