@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -19,22 +20,27 @@ from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
 # Words that only come up when talking about software. A question with none of them, naming
-# nothing the repository knows, is not about the repository.
+# nothing the repository knows, is not about the repository. The first are about any repository
+# (its code, files, tests, history); the second name a technology ("router", "sql"), which says a
+# question is about this repository only when the repository's own names use it.
 SOFTWARE_WORDS = frozenset(
     """code codebase repo repository project function method class module file folder directory
     test bug error exception config document committed fail failure failing crash configuration
-    setting api endpoint import call caller callee commit branch merge release changelog version
-    package library dependency database schema query cache server client cli command flag
-    argument parameter return variable constant log logging doc documentation readme script
-    backend frontend implementation implement refactor deprecate deprecated pipeline lint json
-    yaml toml http https request response thread async await architecture subclass inherit
-    interface struct enum field default changed change author blame diff build deploy install
+    setting import call caller callee commit branch merge release changelog version package
+    library dependency command flag argument parameter return variable constant log logging doc
+    documentation readme script implementation implement refactor deprecate deprecated
+    architecture subclass inherit field default changed change author blame diff build install
+    stack trace traceback instance object attribute property constructor signature type typing
+    annotation""".split()  # noqa: SIM905
+)
+TECHNOLOGY_WORDS = frozenset(
+    """api endpoint database schema query cache server client cli backend frontend pipeline lint
+    json yaml toml http https request response thread async await interface struct enum deploy
     port integration plugin hook callback handler middleware route router controller model view
-    template migration compile compiler runtime stack trace traceback regex parser parse
-    serialize decorator generator iterator instance object attribute property constructor
-    signature type typing annotation linter unittest pytest fixture mock ci docker env
-    environment timeout database sql orm socket protocol encoding utf unicode byte bytes string
-    int float bool dict array tuple""".split()  # noqa: SIM905
+    template migration compile compiler runtime regex parser parse serialize decorator generator
+    iterator linter unittest pytest fixture mock ci docker env environment timeout sql orm
+    socket protocol encoding utf unicode byte bytes string int float bool dict array
+    tuple""".split()  # noqa: SIM905
 )
 # Everyday English: matching one of a repository's names is weak evidence, and a question that uses
 # one the repository does not is no less about it. (Snowball stems "added" and "adding" to "ad",
@@ -55,26 +61,26 @@ COMMON_WORDS = frozenset(
     less least enough several every each both either neither such""".split()  # noqa: SIM905
 )
 SOFTWARE_STEMS = frozenset(stem(SOFTWARE_WORDS))
+TECHNOLOGY_STEMS = frozenset(stem(TECHNOLOGY_WORDS))
 COMMON_STEMS = frozenset(stem(COMMON_WORDS))
 
 
 class RepoTerms:
-    """The words the repository's symbol names and paths are made of, their Snowball stems, and
-    its authors' names (the one stemmer: the code memory's BM25 and the grader use it too).
+    """The words the repository's symbol names and paths are made of, by their Snowball stems
+    (the one stemmer: the code memory's BM25 and the grader use it too) and how many names use
+    each; and its authors' names.
 
     A question's word whose stem the repository uses is evidence that the question is about the
-    repository: fully, or half when it is an everyday word ("name", "new").
+    repository: fully, or half when it is an everyday word ("name", "new") or one the repository
+    uses only in passing (in fewer than one name in a thousand: a `windows.py` among 10,000).
 
     >>> terms = RepoTerms.read(Vocabulary(symbols=["q.consume", "q.jobs.new_job"]))
     >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka")]
     [1.0, 1.0, 0.5, 0.0]
     """
 
-    def __init__(
-        self, written: Iterable[str] = (), names: int = 0, people: Iterable[str] = ()
-    ) -> None:
-        self.written = frozenset(written)
-        self.stems = frozenset(stem(self.written))
+    def __init__(self, uses: Mapping[str, int], names: int = 0, people: Iterable[str] = ()) -> None:
+        self.uses = dict(uses)
         self.names = names
         # Authors' names count as the repository's words, but are no part of its code's names
         # (`in`): masked as a name, "what did dependabot change?" would lose its history cue.
@@ -82,32 +88,48 @@ class RepoTerms:
 
     @classmethod
     def read(cls, vocabulary: Vocabulary) -> RepoTerms:
-        parts: set[str] = set()
-        for name in vocabulary.symbols:
-            for piece in name.replace("/", ".").split("."):
-                parts.update(split_identifier(piece))
-        for path in vocabulary.paths:
-            for piece in PurePosixPath(path).with_suffix("").parts:
-                parts.update(p for w in words(piece) for p in split_identifier(w))
+        names = [
+            [p for piece in name.replace("/", ".").split(".") for p in split_identifier(piece)]
+            for name in vocabulary.symbols
+        ]
+        names += [
+            [
+                p
+                for piece in PurePosixPath(path).with_suffix("").parts
+                for w in words(piece)
+                for p in split_identifier(w)
+            ]
+            for path in vocabulary.paths
+        ]
+        uses: Counter[str] = Counter()
+        for parts in names:
+            uses.update(set(stem(p for p in parts if len(p) > 2 and p not in STOPWORDS)))
         people = {w.lower() for author in vocabulary.authors for w in words(author)}
-        kept = (p for p in parts if len(p) > 2 and p not in STOPWORDS)
-        return cls(kept, len(vocabulary), (p for p in people if len(p) > 2))
+        return cls(uses, len(names), (p for p in people if len(p) > 2))
 
     def __contains__(self, form: object) -> bool:
-        return form in self.stems
+        return form in self.uses
 
     def __or__(self, more: Iterable[str]) -> RepoTerms:
-        """These terms and the words `more` (a tool's own description)."""
-        more = {w.lower() for w in more if len(w) > 2}
-        return RepoTerms(self.written | more, self.names, self.people)
+        """These terms and the words `more` (a tool's own description), each used in full."""
+        uses = Counter(self.uses)
+        uses.update({form: self._in_passing + 1 for form in stem(w.lower() for w in more)})
+        return RepoTerms(uses, self.names, self.people)
+
+    @property
+    def _in_passing(self) -> int:
+        return self.names // 1000
 
     def weight(self, word: str, form: str | None = None) -> float:
         """How much `word` (lower case; `form`: its stem, if known) says a question is about the
         repository: 0 when the repository never uses its stem."""
         form = form if form is not None else stem([word])[0]
-        if form not in self.stems and word not in self.people:
+        uses = self.uses.get(form, 0)
+        if word in self.people:
+            return 1.0
+        if not uses:
             return 0.0
-        return 0.5 if _everyday(word, form) else 1.0
+        return 0.5 if _everyday(word, form) or uses <= self._in_passing else 1.0
 
     @property
     def foreign_cost(self) -> float:
@@ -219,10 +241,13 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             if part in STOPWORDS or part in ignored or form in seen:
                 continue
             seen.add(form)
-            if form in SOFTWARE_STEMS:
+            if form in SOFTWARE_STEMS or (form in TECHNOLOGY_STEMS and form in terms):
                 score += 1.0
                 strong = entities.about_code = True
                 add(f"software word '{part}'")
+            elif form in TECHNOLOGY_STEMS:
+                entities.about_code = True  # about some software; not shown to be this one
+                add(f"technology word '{part}' the repository never names")
             elif weight := terms.weight(part, form):
                 score += weight
                 strong = strong or weight == 1.0
