@@ -171,8 +171,11 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
             seen.add(key)
             found.append(entity)
 
+    # A word that names a relation elsewhere names a symbol when quoted as code, or in the slot
+    # the wording leaves for a name ("who calls invoke?", "where is use defined?").
+    slotted = _named_in_slot(question.text)
     for name in mentions.names:
-        if name.lower() not in _QUESTION_WORDS:
+        if name.lower() not in _QUESTION_WORDS or f"`{name}`" in question.text:
             add(Entity(name, *store.find(name)))
     for path in mentions.paths:
         modules = store.modules_at(path)
@@ -185,10 +188,12 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
             add(Entity(path, *(whole if whole[0] else store.find(path.rsplit(".", 1)[0], False))))
     if not found:
         for word in mentions.words:
-            # "class Function": a word that names a relation elsewhere names a symbol here.
+            # "class Function" names a class, whatever else the word means.
             named = word[:1].isupper() and _said_kind(question.text, word) is not None
             if word.lower() not in _QUESTION_WORDS or named:
                 add(Entity(word, *store.find(word, fuzzy=fuzzy_words)))
+            elif word.lower() in slotted:
+                add(Entity(word, *store.find(word, fuzzy=False)))
     lowered = question.text.lower()
 
     def position(entity: Entity) -> int:
@@ -237,6 +242,35 @@ _KIND_WORDS = {
     "method": CALLABLE_KINDS,
     "module": frozenset({"module"}),
 }
+
+
+# Where the wording of a relation puts the name it is about: "who calls X", "callers of X",
+# "where is X defined", "what does X call".
+_SLOTS = re.compile(
+    r"\b(?:who|what|which(?: \w+)?)\s+(?:calls?|invokes?|uses?|imports?|overrides?|subclasses"
+    r"|inherits from|extends|implements)\s+`?(\w+)"
+    r"|\b(?:callers|callees|usages|uses|subclasses|importers|imports|members|methods|definition)"
+    r"\s+of\s+`?(\w+)"
+    r"|\b(?:where|how)\s+(?:is|are|was)\s+`?(\w+)`?\s+(?:defined|declared|implemented|called"
+    r"|used|imported|invoked)\b"
+    r"|\bwhat\s+(?:does|do|did)\s+`?(\w+)`?\s+(?:call|invoke|use|import|inherit|extend"
+    r"|implement|depend)",
+    re.I,
+)
+
+
+def _named_in_slot(question: str) -> set[str]:
+    """The lower-cased words in the places a relation's wording keeps for a name.
+
+    >>> sorted(_named_in_slot("who calls invoke?")), sorted(_named_in_slot("what does use call?"))
+    (['invoke'], ['use'])
+    """
+    return {
+        word.lower()
+        for found in _SLOTS.finditer(question.strip())
+        for word in found.groups()
+        if word
+    }
 
 
 def _said_kind(question: str, mention: str) -> frozenset[str] | None:

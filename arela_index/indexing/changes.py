@@ -10,8 +10,9 @@ from dataclasses import dataclass
 class Changes:
     """Paths added or modified (`changed`) and paths gone (`deleted`) since the last build.
 
-    >>> Changes.between({"a.py": "1", "b.py": "2"}, {"a.py": "1", "b.py": "3", "c.py": "4"})
-    Changes(changed=frozenset({'b.py', 'c.py'}), deleted=frozenset())
+    >>> changes = Changes.between({"a.py": "1", "b.py": "2"}, {"a.py": "1", "b.py": "3", "c.py": "4"})
+    >>> sorted(changes.changed), sorted(changes.deleted)
+    (['b.py', 'c.py'], [])
     """
 
     changed: frozenset[str] = frozenset()

@@ -10,8 +10,11 @@ Definitions are named below their module (`click.core.Option.get_default`).
 
 `module_of` reads the file too and follows each language's own module system where it has one:
 a Go file is in the package its `package` clause names, in place of its folder (`gin.Context`);
-a Java or Kotlin file in the package it declares (`com.google.gson.Gson`); a Rust file in its
-crate, named as `use` paths name it (`grep_searcher::sink` -> `grep_searcher.sink`).
+a Java, Kotlin or Scala file in the package it declares (`com.google.gson.Gson`); a C# or PHP
+file in its namespace (`App\\Models` -> `App.Models`); a Rust file in its crate, named as `use`
+paths name it (`grep_searcher::sink` -> `grep_searcher.sink`). A Ruby file's definitions are
+named by their modules and classes alone (`Sinatra::Base#route` -> `Sinatra.Base.route`; see
+`names_by_nesting`), whatever file they are in.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ def module_name(path: str, language: str) -> str:
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)
 _JVM_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)\s*;?\s*$", re.M)
+_NAMESPACE = re.compile(r"^\s*namespace\s+([\w.\\]+)\s*[;{]?\s*$", re.M)
+# Languages whose definitions live in the namespaces their nesting opens, not in their file.
+_NESTED_NAMES = frozenset({"ruby"})
 _RUST_ROOTS = frozenset({"lib", "main", "mod"})
 
 
@@ -65,6 +71,8 @@ def module_of(path: str, language: str, text: str, root: Path | None = None) -> 
     >>> module_of("gson/src/main/java/com/google/gson/Gson.java", "java",
     ...           "package com.google.gson;\n")
     'com.google.gson'
+    >>> module_of("src/Dog.php", "php", "<?php\nnamespace App\\Models;\n")
+    'App.Models'
     """
     if language == "go":
         found = _GO_PACKAGE.search(text, 0, 20_000)
@@ -72,15 +80,29 @@ def module_of(path: str, language: str, text: str, root: Path | None = None) -> 
         if found and found.group(1) != "main":
             parts = list(PurePosixPath(path).parent.parts)[:-1]
             return ".".join([*(_NOT_IDENT.sub("_", p) for p in parts), found.group(1)])
-    elif language in {"java", "kotlin"}:
-        found = _JVM_PACKAGE.search(text, 0, 20_000)
+    elif language in {"java", "kotlin", "scala"}:
+        # Scala may chain clauses (`package a` then `package b` is package a.b).
+        found = [m.group(1) for m in _JVM_PACKAGE.finditer(text, 0, 20_000)]
         if found:
-            return found.group(1)
+            return ".".join(found if language == "scala" else found[:1])
+    elif language in {"csharp", "php"}:
+        found = _NAMESPACE.search(text, 0, 20_000)
+        if found:
+            return found.group(1).replace("\\", ".").strip(".")
     elif language == "rust" and root is not None:
         crate = _rust_module(root, path)
         if crate:
             return crate
     return module_name(path, language)
+
+
+def names_by_nesting(language: str) -> bool:
+    """Whether a language names definitions by their enclosing modules and classes alone.
+
+    >>> names_by_nesting("ruby"), names_by_nesting("python")
+    (True, False)
+    """
+    return language in _NESTED_NAMES
 
 
 def _rust_module(root: Path, path: str) -> str | None:

@@ -17,6 +17,7 @@ from tree_sitter import Node, Query, QueryCursor
 
 from arela_index.parsing.grammars import get_language, get_parser
 from arela_index.parsing.imports import ImportFound, read_import, read_import_path
+from arela_index.parsing.modules import names_by_nesting
 from arela_index.parsing.queries import QUERIES
 from arela_index.parsing.symbols import CLASS_KINDS, Definition, FileSymbols
 
@@ -301,6 +302,9 @@ class _Extractor:
         self.source = source
         self.root = root
         self.module = result.module
+        # What top-level definitions are named under: the module, or nothing where the nesting
+        # alone names them (Ruby's `module Sinatra; class Base` is `Sinatra.Base` in any file).
+        self.top = "" if names_by_nesting(language) else result.module
         self.defs: list[_Def] = []
         self.members: dict[tuple[str, str], str] = {}  # (container qualname, name) -> qualname
         self.classes: dict[str, str] = {}  # class-like name -> qualname, first one wins
@@ -407,11 +411,11 @@ class _Extractor:
 
     def _qualify(self, d: _Def) -> None:
         parent = d.parent
-        base = parent.qualname if parent is not None else self.module
+        base = parent.qualname if parent is not None else self.top
         segments = d.name.split(".")
         if d.receiver:  # a Go method belongs to its receiver's type
             segments = [_clean_name(d.receiver).rpartition(".")[2], *segments]
-        d.qualname = ".".join([base, *segments])
+        d.qualname = ".".join([base, *segments] if base else segments)
         in_type = parent is not None and (parent.kind in CLASS_KINDS or parent.typelike)
         if d.kind == "function" and (in_type or len(segments) > 1):
             d.kind = "method"
@@ -582,7 +586,7 @@ class _Extractor:
             return _Callee(self.bindings[name], True)
         implicit = cls if cls and self.language in _IMPLICIT_THIS else None
         found = (implicit and self.members.get((implicit, name))) or self.members.get(
-            (self.module, name)
+            (self.top, name)
         )
         if found:
             return _Callee(found, True)

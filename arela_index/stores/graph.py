@@ -65,6 +65,7 @@ class GraphStore:
         self._digests = digests
         self._symbols_file = symbols_file
         self._trigrams: dict[str, set[str]] | None = None
+        self._external_ends: dict[str, list[str]] | None = None
         if files is not None:
             graph.graph["files"] = {
                 p: {"module": f.module, "language": f.language, "error": f.error}
@@ -285,12 +286,29 @@ class GraphStore:
             return sorted(self._by_lower[lower]), "case"
         if tails:
             return sorted(exact_case or tails), "suffix"
+        # A name spelled as an outside one ends (`MiddlewareInterface`, imported from
+        # `Psr.Http.Server`) means it, before a symbol spelled only like it.
+        outside = self._externals_ending(name)
+        if outside:
+            return outside, "external"
         close = self._closest(name) if fuzzy else []
         if close:
             return close, "closest"
-        if EXTERNAL + name in self.graph:
-            return [EXTERNAL + name], "external"
         return [], "none"
+
+    def _externals_ending(self, name: str) -> list[str]:
+        ends = self._external_ends
+        if ends is None:  # built on first use, as the trigrams are
+            ends = defaultdict(list)
+            for node, data in self.graph.nodes(data=True):
+                if data.get("kind") == "external":
+                    ends[node.rpartition(".")[2].removeprefix(EXTERNAL)].append(node)
+            self._external_ends = ends
+        return sorted(
+            q
+            for q in ends.get(name.rpartition(".")[2], ())
+            if q == EXTERNAL + name or q.endswith("." + name)
+        )
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
         """Symbols whose name is spelled most like `name` (a typo, a plural); a dotted mention

@@ -17,7 +17,9 @@ _QUOTED = re.compile(r"""(?<![\w])["']([\w./:-]{2,120})["'](?![\w])""")
 _PATHLIKE = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])"
 )
-_DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?")
+# `a.b`, and the other languages' separators read as dots: `Sinatra::Base#route`, `Sink::matched`.
+_DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:(?:\.|::|#)[A-Za-z_]\w*)+)(?:\(\))?")
+_SEPARATOR = re.compile(r"::|#")
 _WORD = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(\(\))?")
 
 
@@ -49,6 +51,8 @@ def extract_mentions(question: str) -> Mentions:
     >>> m = extract_mentions("Who calls `resolve_envvar` in src/click/core.py and click.Option.get_default()?")
     >>> m.names, m.paths
     (('resolve_envvar', 'click.Option.get_default'), ('src/click/core.py',))
+    >>> extract_mentions("who calls Sinatra::Base#route?").names
+    ('Sinatra.Base.route',)
     """
     names: list[str] = []
     paths: list[str] = []
@@ -74,7 +78,7 @@ def extract_mentions(question: str) -> Mentions:
             add(match.group(1), strong=True)
     rest = _PATHLIKE.sub(lambda m: " " if _is_path(m.group(1)) else m.group(0), rest)
     for match in _DOTTED.finditer(rest):
-        add(match.group(1), strong=True)
+        add(_SEPARATOR.sub(".", match.group(1)), strong=True)
     rest = _DOTTED.sub(" ", rest)
     for match in _WORD.finditer(rest):
         word, called = match.group(1), match.group(2)

@@ -435,19 +435,19 @@ namespace App.Models {
 }
 """,
         {
-            ("App.Dog.Dog", "class"),
-            ("App.Dog.Dog.Dog", "method"),
-            ("App.Dog.Dog.Run", "method"),
-            ("App.Dog.Dog.Bark", "method"),
-            ("App.Dog.IRunnable", "interface"),
-            ("App.Dog.IRunnable.Run", "method"),
-            ("App.Dog.Point", "struct"),
-            ("App.Dog.Kind", "enum"),
+            ("App.Models.Dog", "class"),
+            ("App.Models.Dog.Dog", "method"),
+            ("App.Models.Dog.Run", "method"),
+            ("App.Models.Dog.Bark", "method"),
+            ("App.Models.IRunnable", "interface"),
+            ("App.Models.IRunnable.Run", "method"),
+            ("App.Models.Point", "struct"),
+            ("App.Models.Kind", "enum"),
         },
         {
-            ("App.Dog.Dog.Dog", "App.Dog.Dog.Bark"),
-            ("App.Dog.Dog.Run", "Helper.Go"),
-            ("App.Dog.Dog.Run", "App.Dog.Dog.Bark"),
+            ("App.Models.Dog.Dog", "App.Models.Dog.Bark"),
+            ("App.Models.Dog.Run", "Helper.Go"),
+            ("App.Models.Dog.Run", "App.Models.Dog.Bark"),
         },
     ),
     "cpp": (
@@ -489,11 +489,11 @@ class Dog < Animal
 end
 """,
         {
-            ("lib.dog.Dog", "class"),
-            ("lib.dog.Dog.bark", "method"),
-            ("lib.dog.Dog.helper", "method"),
+            ("Dog", "class"),
+            ("Dog.bark", "method"),
+            ("Dog.helper", "method"),
         },
-        {("lib.dog.Dog.bark", "lib.dog.Dog.helper"), ("lib.dog.Dog.bark", "Cat")},
+        {("Dog.bark", "Dog.helper"), ("Dog.bark", "Cat")},
     ),
     "php": (
         "src/Dog.php",
@@ -508,15 +508,15 @@ class Dog extends Animal implements Runnable {
 function top() { return 1; }
 """,
         {
-            ("src.Dog.Dog", "class"),
-            ("src.Dog.Dog.bark", "method"),
-            ("src.Dog.Dog.run", "method"),
-            ("src.Dog.top", "function"),
+            ("App.Dog", "class"),
+            ("App.Dog.bark", "method"),
+            ("App.Dog.run", "method"),
+            ("App.top", "function"),
         },
         {
-            ("src.Dog.Dog.bark", "src.Dog.Dog.run"),
-            ("src.Dog.Dog.bark", "App.Util.Helper.go"),
-            ("src.Dog.Dog.run", "src.Dog.top"),
+            ("App.Dog.bark", "App.Dog.run"),
+            ("App.Dog.bark", "App.Util.Helper.go"),
+            ("App.Dog.run", "App.top"),
         },
     ),
     "kotlin": (
@@ -565,13 +565,13 @@ class Dog extends Animal with Runnable {
 }
 """,
         {
-            ("src.Dog.Runnable", "trait"),
-            ("src.Dog.Runnable.run", "method"),
-            ("src.Dog.Dog", "class"),
-            ("src.Dog.Dog.run", "method"),
-            ("src.Dog.Dog.wag", "method"),
+            ("app.Runnable", "trait"),
+            ("app.Runnable.run", "method"),
+            ("app.Dog", "class"),
+            ("app.Dog.run", "method"),
+            ("app.Dog.wag", "method"),
         },
-        {("src.Dog.Dog.run", "src.Dog.Dog.wag")},
+        {("app.Dog.run", "app.Dog.wag")},
     ),
     "tsx": (
         "web/app.tsx",

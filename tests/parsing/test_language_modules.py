@@ -302,10 +302,13 @@ def test_notebooks_scripts_and_templates_are_indexed(tmp_path: Path) -> None:
         "views/login.ejs": "<form action='/login'><%= csrfToken %></form>\n",
         "views/mail.j2": "Hello {{ recipient }}, your invoice is attached.\n",
         "views/page.hbs": "<h1>{{title}}</h1>\n",
+        "views/layout.erb": "<html><body><%= yield %></body></html>\n",
+        "views/hello.haml": "%h1 Hello from the haml view\n",
+        "web/Counter.vue": "<template><button @click='count++'>{{ count }}</button></template>\n",
     }
     index = indexed(tmp_path, files)
     languages = index.manifest.languages
-    assert languages == {"notebook": 1, "python": 1, "javascript": 1, "template": 3}
+    assert languages == {"notebook": 1, "python": 1, "javascript": 1, "template": 6}
     assert index.manifest.skipped == {"unknown type": 1}
     texts = {c.metadata["file_path"]: c.text for c in index.code.chunks}
     assert "histplot(penguins" in texts["doc/distributions.ipynb"]

@@ -292,3 +292,86 @@ def test_a_class_named_like_its_package_is_the_class(tmp_path: Path) -> None:
     assert store.find("fastshop") == (["fastshop"], "exact")
     summary, _ = ask(store, "where is FastShop defined?")
     assert summary.node.metadata["file_path"] == "fastshop/applications.py"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who calls invoke?",
+        "which functions call invoke?",
+        "what uses `invoke`?",
+        "callers of invoke",
+    ],
+)
+def test_a_name_that_is_also_a_relation_word_is_found_in_the_name_slot(
+    tmp_path_factory: pytest.TempPathFactory, question: str
+) -> None:
+    files = {
+        "app/command.py": "class Command:\n    def invoke(self):\n        return 1\n",
+        "app/main.py": "from app.command import Command\n\n\ndef main():\n    return Command().invoke()\n",
+    }
+    root = tmp_path_factory.mktemp("invoke")
+    store = build_graph(GitRepo(root / "repo"), files, root / "graph")
+    summary, related = ask(store, question)
+    assert summary.node.metadata["symbol"] == "app.command.Command.invoke"
+    assert symbols(related) == {"app.main.main"}
+
+
+def test_a_relation_word_outside_the_name_slot_names_nothing(shop: GraphStore) -> None:
+    assert CodeGraphRetriever(shop).retrieve("who calls it, and how is it used?") == []
+
+
+def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "lib/app/base.rb": (
+            "module App\n  class Base\n    def route(path)\n      compile(path)\n    end\n\n"
+            "    def compile(path)\n      path\n    end\n  end\nend\n"
+        ),
+        "lib/app/application.rb": (
+            "require_relative 'base'\n\nmodule App\n  class Application < Base\n"
+            "    def start\n      route('/')\n    end\n  end\nend\n"
+        ),
+        "src/Util/Helper.php": (
+            "<?php\nnamespace App\\Util;\n\nclass Helper {\n"
+            "    public static function go() { return 1; }\n}\n"
+        ),
+        "src/Dog.php": (
+            "<?php\nnamespace App;\n\nuse App\\Util\\Helper;\n\nclass Dog {\n"
+            "    public function bark() { return Helper::go(); }\n}\n"
+        ),
+        "Shop/Cart.cs": (
+            "namespace Shop.Orders {\n  public class Cart {\n    public int Total() { return 1; }\n"
+            "  }\n}\n"
+        ),
+    }
+    store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    summary, _ = ask(store, "where is App::Base defined?")
+    assert summary.node.metadata["symbol"] == "App.Base"
+    assert summary.node.metadata["file_path"] == "lib/app/base.rb"
+    _, related = ask(store, "what does App::Application inherit from?")
+    assert symbols(related) == {"App.Base"}
+    _, related = ask(store, "who calls App::Base#route?")
+    assert symbols(related) == {"App.Application.start"}
+    _, related = ask(store, "who calls Helper::go?")
+    assert symbols(related) == {"App.Dog.bark"}
+    summary, _ = ask(store, "where is class Cart defined?")
+    assert summary.node.metadata["symbol"] == "Shop.Orders.Cart"
+
+
+def test_classes_implementing_an_interface_from_outside_the_repository(tmp_path: Path) -> None:
+    files = {
+        "src/main/java/shop/Point.java": (
+            "package shop;\n\nimport java.io.Serializable;\n\n"
+            "public class Point implements Serializable {\n}\n"
+        ),
+        "src/main/java/shop/Order.java": (
+            "package shop;\n\nimport java.io.Serializable;\n\n"
+            "public class Order implements Serializable {\n}\n"
+        ),
+        "src/main/java/shop/Serializer.java": ("package shop;\n\npublic class Serializer {\n}\n"),
+    }
+    store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    _, related = ask(store, "which classes implement Serializable?")
+    assert symbols(related) == {"shop.Point", "shop.Order"}
