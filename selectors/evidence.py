@@ -211,34 +211,24 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     if known:
         score += 2.0
         add("names " + ", ".join(f"`{k}`" for k in known[:3]))
-    # Names it writes that the repository does not know are some other code's ("WaitGroup"):
-    # evidence against, like any name the repository never uses. Without a vocabulary to know
-    # them by, they are evidence of code.
+    # A name written as code is about code even when the repository does not know it: the query
+    # loop looks for near misses ("parse_crn") and abstains when there is none.
     shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
-    unknown = [
-        n
-        for n in shaped
-        if n in found.unknown and _IDENTIFIER.fullmatch(n) and not terms.weight(n.lower())
-    ]
-    if shaped and not known and not unknown:
+    if shaped and not known:
         score += 1.0
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
     seen: set[str] = set()
-    foreign = [n for n in unknown for _ in range(2)]
-    strong = bool(known or (shaped and not unknown))
-    # The parts of a name it writes ("send_email") are the name's, not words it asks about; an
-    # unknown name's parts ("wait" of `WaitGroup`) say nothing for the repository.
+    foreign: list[str] = []
+    strong = bool(known or shaped)
+    # The parts of a name it writes ("send_email") are the name's, not words it asks about.
     named = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
-    ignored = {
-        part for n in unknown for w in words(n) for part in (w.lower(), *split_identifier(w))
-    }
     # A time it names ("in June 2024") limits the question; it is no topic of its own.
     timed = {w.lower() for _, match in question.time.found for w in words(match.group(0))}
     first = next(iter(words(question.text)), "")
     for word in words(question.text):
         for part in {word.lower(), *split_identifier(word)}:
             [form] = stem([part])
-            if part in STOPWORDS or part in ignored or form in seen:
+            if part in STOPWORDS or form in seen:
                 continue
             seen.add(form)
             if form in SOFTWARE_STEMS or (form in TECHNOLOGY_STEMS and form in terms):
@@ -271,7 +261,6 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     entities.scope = score
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _BETWEEN = re.compile(
     r"\b(?:between|compare|comparing)\s+(.+?)\s+(?:and|with|to|vs\.?|versus)\s+(.+?)(?:[?.!:;,]|\s+(?:for|in|when|on|regarding)\b|$)",
     re.IGNORECASE,
