@@ -101,9 +101,11 @@ class RepoTerms:
             ]
             for path in vocabulary.paths
         ]
+        kept = {p for parts in names for p in parts if len(p) > 2 and p not in STOPWORDS}
+        stems = dict(zip(kept, stem(kept), strict=True))
         uses: Counter[str] = Counter()
         for parts in names:
-            uses.update(set(stem(p for p in parts if len(p) > 2 and p not in STOPWORDS)))
+            uses.update({stems[p] for p in parts if p in stems})
         people = {w.lower() for author in vocabulary.authors for w in words(author)}
         return cls(uses, len(names), (p for p in people if len(p) > 2))
 
