@@ -141,6 +141,16 @@ class RepoTerms:
         return min(1.0, math.log10(1 + self.names) / 4)
 
 
+def _foreign(
+    unused: list[tuple[str, str, bool]], shaped: list[str], question: Question
+) -> list[str]:
+    """The words it asks about that the repository never uses, a name it does not know twice;
+    not the parts of a name it writes ("send_email") nor a time it names ("in June 2024")."""
+    own = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
+    own |= {w.lower() for _, match in question.time.found for w in words(match.group(0))}
+    return [part for part, name in unused if part not in own for _ in range(1 + name)]
+
+
 def _written(path: str, written: set[str]) -> bool:
     lower = path.lower()
     return any(lower.endswith(w) or PurePosixPath(lower).stem == w for w in written if w)
@@ -220,34 +230,28 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         score += 1.0
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
     seen: set[str] = set()
-    foreign: list[str] = []
+    unused: list[tuple[str, bool]] = []  # words the repository never uses, each once
     strong = bool(known or shaped)
-    # The parts of a name it writes ("send_email") are the name's, not words it asks about.
-    named = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
-    # A time it names ("in June 2024") limits the question; it is no topic of its own.
-    timed = {w.lower() for _, match in question.time.found for w in words(match.group(0))}
-    first = next(iter(words(question.text)), "")
-    for word in words(question.text):
-        for part in {word.lower(), *split_identifier(word)}:
-            [form] = stem([part])
-            if part in STOPWORDS or form in seen:
-                continue
-            seen.add(form)
-            if form in SOFTWARE_STEMS or (form in TECHNOLOGY_STEMS and form in terms):
-                score += 1.0
-                strong = entities.about_code = True
-                add(f"software word '{part}'")
-            elif form in TECHNOLOGY_STEMS:
-                entities.about_code = True  # about some software; not shown to be this one
-                add(f"technology word '{part}' the repository never names")
-            elif weight := terms.weight(part, form):
-                score += weight
-                strong = strong or weight == 1.0
-                add(f"repository word '{part}'" + ("" if weight == 1.0 else " (weak)"))
-            elif part.isalpha() and len(part) > 2 and part not in named | timed:
-                # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
-                name = word[:1].isupper() and word != first
-                foreign += [] if _everyday(part, form) else [part] * (1 + name)
+    text = words(question.text)
+    pairs = [(w, part) for w in text for part in {w.lower(), *split_identifier(w)}]
+    for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
+        if part in STOPWORDS or form in seen:
+            continue
+        seen.add(form)
+        if form in SOFTWARE_STEMS or (form in TECHNOLOGY_STEMS and form in terms):
+            score += 1.0
+            strong = entities.about_code = True
+            add(f"software word '{part}'")
+        elif form in TECHNOLOGY_STEMS:
+            entities.about_code = True  # about some software; not shown to be this one
+            add(f"technology word '{part}' the repository never names")
+        elif weight := terms.weight(part, form):
+            score += weight
+            strong = strong or weight == 1.0
+            add(f"repository word '{part}'" + ("" if weight == 1.0 else " (weak)"))
+        elif part.isalpha() and len(part) > 2 and not _everyday(part, form):
+            # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
+            unused.append((part, word[:1].isupper() and word != text[0]))
     if known or score < 1.0:
         entities.scope = score
         return
@@ -255,7 +259,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         # Only everyday words match: "suggest a name for my new kitten".
         score = 0.9
         add("only everyday words match the repository")
-    elif score < terms.foreign_cost * len(foreign):
+    elif score < terms.foreign_cost * len(foreign := _foreign(unused, shaped, question)):
         # Most of what it asks about, the repository never names: a shared "level" does not
         # make "the boiling point of water at sea level" a question about this repository.
         score = 0.9
