@@ -141,9 +141,7 @@ class RepoTerms:
         return min(1.0, math.log10(1 + self.names) / 4)
 
 
-def _foreign(
-    unused: list[tuple[str, str, bool]], shaped: list[str], question: Question
-) -> list[str]:
+def _foreign(unused: list[tuple[str, bool]], shaped: list[str], question: Question) -> list[str]:
     """The words it asks about that the repository never uses, a name it does not know twice;
     not the parts of a name it writes ("send_email") nor a time it names ("in June 2024")."""
     own = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
