@@ -257,7 +257,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         # Only everyday words match: "suggest a name for my new kitten".
         score = 0.9
         add("only everyday words match the repository")
-    elif score < terms.foreign_cost * len(foreign := _foreign(unused, shaped, question)):
+    elif unused and score < terms.foreign_cost * len(foreign := _foreign(unused, shaped, question)):
         # Most of what it asks about, the repository never names: a shared "level" does not
         # make "the boiling point of water at sea level" a question about this repository.
         score = 0.9
