@@ -37,7 +37,7 @@ from arela_index.indexing.persist import (
 )
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
-from arela_index.parsing.symbols import FileSymbols
+from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
 from arela_index.stores.code import CodeStore, EmbeddingInfo
 from arela_index.stores.code_refresh import refresh_sparse
 
@@ -345,6 +345,7 @@ def _build_index(
                 memories=built.memories,
                 skipped=dict(scan.skip_reasons()),
                 languages=dict(scan.by_language()),
+                parser_version=PARSER_VERSION,
             ).save(folder, (previous.folder, previous.manifest.checksums) if previous else None)
     embedding = built.embedding
     return BuildSummary(
@@ -726,9 +727,12 @@ def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
 
 
 def _load_previous(persist_dir: Path) -> _Previous | None:
-    """The current build, to refresh from; None when there is none."""
-
+    """The current build, to refresh from; None when there is none, or when another version of
+    the parser read it (its symbols would not match the ones read now)."""
     folder = current_build(persist_dir)
     if folder is None:
         return None
-    return _Previous(folder, Manifest.read(folder))
+    manifest = Manifest.read(folder)
+    if manifest.parser_version != PARSER_VERSION:
+        return None
+    return _Previous(folder, manifest)

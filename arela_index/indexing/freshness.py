@@ -22,6 +22,7 @@ from arela_index.config import ArelaConfig
 from arela_index.indexing.persist import Manifest
 from arela_index.indexing.scanner import examine_paths, git, git_head, listed_paths
 from arela_index.llm.runtime import Runtime
+from arela_index.parsing.symbols import PARSER_VERSION
 
 SNAPSHOT_FILE = "worktree.json"
 _RACY_NS = 1_000_000_000  # files modified this close to the snapshot are always read again
@@ -88,7 +89,7 @@ class Staleness:
         elif self.tags_moved:
             parts.append("tags changed")
         if self.settings_changed:
-            parts.append("the settings or the package version changed")
+            parts.append("the settings or the version of arela-index changed")
         return ", ".join(parts)
 
 
@@ -135,6 +136,7 @@ def settings_key(root: Path, config: ArelaConfig, runtime: Runtime) -> str:
     embedding = embedding_key(config, runtime)
     parts = [
         __version__,
+        PARSER_VERSION,
         _stat(root / ".arelaignore"),
         embedding,
         config.exclude_secrets,

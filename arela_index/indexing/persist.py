@@ -54,6 +54,7 @@ class Manifest:
     files: dict[str, str]  # path -> sha256
     format_version: int = FORMAT_VERSION
     package_version: str = __version__
+    parser_version: int = 1  # parsing.symbols.PARSER_VERSION of the build; 1 before it was kept
     built_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     build_seconds: float = 0.0
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -11,7 +11,8 @@ Definitions are named below their module (`click.core.Option.get_default`).
 `module_of` reads the file too and follows each language's own module system where it has one:
 a Go file is in the package its `package` clause names, in place of its folder (`gin.Context`);
 a Java, Kotlin or Scala file in the package it declares (`com.google.gson.Gson`); a C# or PHP
-file in its namespace (`App\\Models` -> `App.Models`); a Rust file in its crate, named as `use`
+file in its namespace (`App\\Models` -> `App.Models`); a Swift file in its package target
+(`Sources/Alamofire/Core/Session.swift` -> `Alamofire`); a Rust file in its crate, named as `use`
 paths name it (`grep_searcher::sink` -> `grep_searcher.sink`). A Ruby file's definitions are
 named by their modules and classes alone (`Sinatra::Base#route` -> `Sinatra.Base.route`; see
 `names_by_nesting`), whatever file they are in.
@@ -61,6 +62,7 @@ _NAMESPACE = re.compile(r"^\s*namespace\s+([\w.\\]+)\s*[;{]?\s*$", re.M)
 # Languages whose definitions live in the namespaces their nesting opens, not in their file.
 _NESTED_NAMES = frozenset({"ruby"})
 _RUST_ROOTS = frozenset({"lib", "main", "mod"})
+_SWIFT_ROOTS = frozenset({"Sources", "Tests"})
 
 
 def module_of(path: str, language: str, text: str, root: Path | None = None) -> str:
@@ -73,6 +75,8 @@ def module_of(path: str, language: str, text: str, root: Path | None = None) -> 
     'com.google.gson'
     >>> module_of("src/Dog.php", "php", "<?php\nnamespace App\\Models;\n")
     'App.Models'
+    >>> module_of("Sources/Alamofire/Core/Session.swift", "swift", "import Foundation\n")
+    'Alamofire'
     """
     if language == "go":
         found = _GO_PACKAGE.search(text, 0, 20_000)
@@ -82,13 +86,19 @@ def module_of(path: str, language: str, text: str, root: Path | None = None) -> 
             return ".".join([*(_NOT_IDENT.sub("_", p) for p in parts), found.group(1)])
     elif language in {"java", "kotlin", "scala"}:
         # Scala may chain clauses (`package a` then `package b` is package a.b).
-        found = [m.group(1) for m in _JVM_PACKAGE.finditer(text, 0, 20_000)]
-        if found:
-            return ".".join(found if language == "scala" else found[:1])
+        clauses = [m.group(1) for m in _JVM_PACKAGE.finditer(text, 0, 20_000)]
+        if clauses:
+            return ".".join(clauses if language == "scala" else clauses[:1])
     elif language in {"csharp", "php"}:
         found = _NAMESPACE.search(text, 0, 20_000)
         if found:
             return found.group(1).replace("\\", ".").strip(".")
+    elif language == "swift":
+        # A Swift package's module is its target, the folder under Sources/ (or Tests/).
+        folders = PurePosixPath(path).parts
+        for at, folder in enumerate(folders[:-2]):
+            if folder in _SWIFT_ROOTS:
+                return _NOT_IDENT.sub("_", folders[at + 1])
     elif language == "rust" and root is not None:
         crate = _rust_module(root, path)
         if crate:

@@ -2,9 +2,9 @@
 
 Capture names the extractor understands:
 `@def.<kind>` + `@name` a definition (kind: class, function, method, interface, struct, trait,
-enum; a function inside a class becomes a method); `@receiver` the type a Go method belongs to;
-`@scope` + `@scope.name` a container that names what it holds without being a definition (a
-Rust `impl`, a Ruby `module`, a Swift `extension`); `@call` the name a call uses;
+enum, mixin (a Ruby module); a function inside a class becomes a method); `@receiver` the type a
+Go method belongs to; `@scope` + `@scope.name` a container that names what it holds without being
+a definition (a Rust `impl`, a Swift `extension`); `@call` the name a call uses;
 `@import` an import statement, `@import.path` a string naming an imported file;
 `@bases` a clause listing base types, `@base` one base type; `@impl.trait` + `@impl.type`
 a Rust `impl Trait for Type`.
@@ -175,7 +175,7 @@ _RUBY = """
 (class name: (_) @name) @def.class
 (method name: (_) @name) @def.method
 (singleton_method name: (_) @name) @def.method
-(module name: (_) @scope.name) @scope
+(module name: (_) @name) @def.mixin
 (call method: (identifier) @call)
 (call method: (identifier) @_require (#match? @_require "^require(_relative)?$")
   arguments: (argument_list . (string) @import.path))

@@ -8,11 +8,16 @@ from typing import Any
 
 # Kinds a Definition may have; the chunker cuts code at every kind but `module`.
 DEFINITION_KINDS = frozenset(
-    {"module", "class", "function", "method", "interface", "struct", "trait", "enum"}
+    {"module", "class", "function", "method", "interface", "struct", "trait", "enum", "mixin"}
 )
-# Kinds that may have bases, members and subclasses.
-CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+# Kinds that may have bases, members and subclasses. A `mixin` is a Ruby module: it holds
+# methods and classes, and classes `include` it as a base.
+CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "mixin"})
 CALLABLE_KINDS = frozenset({"function", "method"})
+# Raised whenever parsing names or finds symbols differently (2: Ruby, PHP, C#, Scala and Swift
+# named as their languages name them). A refresh of an index read by another version reads every
+# file again, so that one graph never mixes two namings.
+PARSER_VERSION = 2
 # How `FileSymbols.error` starts when the parser itself failed, not the file's syntax.
 CRASH_MARK = "parser failed: "
 

@@ -108,6 +108,44 @@ def test_a_refresh_rebuilds_when_anything_a_build_reads_changed(
         assert "app.cli.version" in ArelaIndex.load(repo.root / ".arela").graph.symbol_names()
 
 
+def test_a_refresh_of_an_index_read_by_an_older_parser_reads_every_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arela_index.indexing import build as building
+    from arela_index.indexing import freshness
+    from arela_index.parsing import treesitter
+
+    repo = GitRepo(tmp_path / "app")
+    repo.commit(
+        {
+            "lib/app/helpers.rb": "module App\n  module Helpers\n    def halt\n    end\n  end\nend\n",
+            "lib/app/base.rb": "module App\n  class Base\n    include Helpers\n  end\nend\n",
+        },
+        "Add the app",
+    )
+    # What the parser before version 2 made: Ruby symbols named by their file's path.
+    with monkeypatch.context() as old:
+        old.setattr(treesitter, "names_by_nesting", lambda language: False)
+        for module in (building, freshness):
+            old.setattr(module, "PARSER_VERSION", 1)
+        build(repo.root)
+    assert (
+        "lib.app.helpers.App.Helpers" in ArelaIndex.load(repo.root / ".arela").graph.symbol_names()
+    )
+    index = ArelaIndex.load(repo.root / ".arela", offline=True)
+    assert index.staleness().settings_changed  # what `arela ask` warns about
+    repo.write(
+        {
+            "lib/app/base.rb": "module App\n  class Base\n    include Helpers\n\n    def run\n    end\n  end\nend\n"
+        }
+    )
+    build(repo.root, refresh=True)
+    names = ArelaIndex.load(repo.root / ".arela").graph.symbol_names()
+    # The unchanged file is read again too: one graph, one naming.
+    assert {"App.Helpers", "App.Base", "App.Base.run"} <= set(names)
+    assert not [n for n in names if n.startswith("lib.app.") and "App" in n]
+
+
 def inodes(persist: Path) -> dict[str, int]:
     """Each memory file of the live build (build folder left out) and its inode: a memory kept
     from the previous build shares its files' inodes."""

@@ -305,10 +305,20 @@ def test_notebooks_scripts_and_templates_are_indexed(tmp_path: Path) -> None:
         "views/layout.erb": "<html><body><%= yield %></body></html>\n",
         "views/hello.haml": "%h1 Hello from the haml view\n",
         "web/Counter.vue": "<template><button @click='count++'>{{ count }}</button></template>\n",
+        "App/App.csproj": "<Project><PackageReference Include='Serilog' Version='3.1.1' />"
+        "</Project>\n",
+        "proto/invoice.proto": "message Invoice { string recipient = 1; }\n",
     }
     index = indexed(tmp_path, files)
     languages = index.manifest.languages
-    assert languages == {"notebook": 1, "python": 1, "javascript": 1, "template": 6}
+    assert languages == {
+        "notebook": 1,
+        "python": 1,
+        "javascript": 1,
+        "template": 6,
+        "xml": 1,
+        "protobuf": 1,
+    }
     assert index.manifest.skipped == {"unknown type": 1}
     texts = {c.metadata["file_path"]: c.text for c in index.code.chunks}
     assert "histplot(penguins" in texts["doc/distributions.ipynb"]
@@ -320,3 +330,5 @@ def test_notebooks_scripts_and_templates_are_indexed(tmp_path: Path) -> None:
     )
     found = index.code_retriever(top_k=3).retrieve("invoice recipient mail")
     assert found[0].node.metadata["file_path"] == "views/mail.j2"
+    found = index.code_retriever(top_k=3).retrieve("which Serilog version is referenced?")
+    assert found[0].node.metadata["file_path"] == "App/App.csproj"

@@ -321,14 +321,16 @@ def test_a_relation_word_outside_the_name_slot_names_nothing(shop: GraphStore) -
     assert CodeGraphRetriever(shop).retrieve("who calls it, and how is it used?") == []
 
 
-def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
+def test_ruby_php_csharp_and_swift_symbols_are_named_as_their_languages_name_them(
     tmp_path: Path,
 ) -> None:
     files = {
         "lib/app/base.rb": (
-            "module App\n  class Base\n    def route(path)\n      compile(path)\n    end\n\n"
+            "module App\n  class Base\n    include Helpers\n\n"
+            "    def route(path)\n      compile(path)\n    end\n\n"
             "    def compile(path)\n      path\n    end\n  end\nend\n"
         ),
+        "lib/app/helpers.rb": "module App\n  module Helpers\n    def halt\n    end\n  end\nend\n",
         "lib/app/application.rb": (
             "require_relative 'base'\n\nmodule App\n  class Application < Base\n"
             "    def start\n      route('/')\n    end\n  end\nend\n"
@@ -341,6 +343,7 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
             "<?php\nnamespace App;\n\nuse App\\Util\\Helper;\n\nclass Dog {\n"
             "    public function bark() { return Helper::go(); }\n}\n"
         ),
+        "Sources/Shop/Basket.swift": "struct Basket {\n  func total() -> Int { return 1 }\n}\n",
         "Shop/Cart.cs": (
             "namespace Shop.Orders {\n  public class Cart {\n    public int Total() { return 1; }\n"
             "  }\n}\n"
@@ -351,13 +354,20 @@ def test_ruby_php_and_csharp_symbols_are_named_as_their_languages_name_them(
     assert summary.node.metadata["symbol"] == "App.Base"
     assert summary.node.metadata["file_path"] == "lib/app/base.rb"
     _, related = ask(store, "what does App::Application inherit from?")
-    assert symbols(related) == {"App.Base"}
+    assert symbols(related) == {"App.Base", "App.Helpers"}
+    summary, related = ask(store, "where is App::Helpers defined?")
+    assert (summary.node.metadata["symbol"], summary.node.metadata["file_path"]) == (
+        "App.Helpers",
+        "lib/app/helpers.rb",
+    )
     _, related = ask(store, "who calls App::Base#route?")
     assert symbols(related) == {"App.Application.start"}
     _, related = ask(store, "who calls Helper::go?")
     assert symbols(related) == {"App.Dog.bark"}
     summary, _ = ask(store, "where is class Cart defined?")
     assert summary.node.metadata["symbol"] == "Shop.Orders.Cart"
+    summary, _ = ask(store, "where is the Basket struct defined?")
+    assert summary.node.metadata["symbol"] == "Shop.Basket"
 
 
 def test_classes_implementing_an_interface_from_outside_the_repository(tmp_path: Path) -> None:
