@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, IndexProblem
@@ -16,9 +19,12 @@ from arela_index.indexing.build import BuildSummary, build_index
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
+from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.code import CodeStore, EmbeddingInfo
 from arela_index.stores.vectors import check_store
 from arela_index.text.entities import Vocabulary
+from arela_index.text.question import Question
+from arela_index.workers import offload
 
 if TYPE_CHECKING:
     from llama_index.core.chat_engine.types import BaseChatEngine
@@ -207,27 +213,72 @@ class ArelaIndex:
     def vocabulary(self) -> Vocabulary:
         """Names the memories know: the selector's and the audit memory's entity evidence."""
         return Vocabulary(
-            symbols=self.graph.symbol_names(),
+            symbols=self._symbol_names(),
             paths=self.manifest.files.keys(),
             authors=self.audit.authors(),
         )
 
+    def _symbol_names(self) -> list[str]:
+        """The graph's symbol names, from its names file until the graph itself is read."""
+        from arela_index.stores.graph_refresh import read_names
+
+        if "graph" not in self._stores:
+            graph = self.folder / "graph"
+            names = self._light(lambda: read_names(graph), "graph/names.json")
+            if names is not None:
+                return names
+        return list(self.graph.symbol_names())
+
+    def _light(self, read: Callable[[], Any], *names: str) -> Any:
+        """`read()` of files of the index (each checked against the manifest first), or None
+        when they cannot be read so: not written by this build's version, or the build was
+        replaced meanwhile (the caller then reads the whole memory, which knows what to do)."""
+        if not all(name in self.manifest.checksums for name in names):
+            return None
+        try:
+            for name in names:
+                self.manifest.verify(self.folder, under=name)
+            return read()
+        except (IndexProblem, OSError, ValueError):
+            return None
+
     @cached_property
     def term_weights(self) -> Any:
-        """How informative each word is here (idf over the code memory): the grader's evidence."""
+        """How informative each word is here (idf over the code memory): the grader's evidence.
+        Counted from the chunk index's vocabulary and column pointers alone: every question is
+        graded, and the code memory is read only when a question is routed to it."""
         from arela_index.query.term_weights import TermWeights
+        from arela_index.stores.bm25_flat import DocumentCounts
 
+        chunks = self.manifest.memories.get("code", {}).get("chunks")
+        if "code" not in self._stores and isinstance(chunks, int):
+            if chunks == 0:
+                return TermWeights.uniform()
+            bm25 = self.folder / "code" / "bm25"
+            counts = self._light(
+                lambda: DocumentCounts(bm25),
+                "code/bm25/vocab.index.json",
+                "code/bm25/indptr.csc.index.npy",
+            )
+            if counts is not None:
+                return TermWeights(counts, chunks)
         sparse = self.code.sparse
         return TermWeights.uniform() if sparse is None else TermWeights.from_index(sparse)
 
     def available_memories(self) -> list[str]:
-        """Memories with something in them: the router never routes to an empty one."""
-        empty = {
-            "code": self.code.is_empty(),
-            "graph": self.graph.is_empty(),
-            "audit": self.audit.is_empty(),
-        }
-        return [name for name, is_empty in empty.items() if not is_empty]
+        """Memories with something in them: the router never routes to an empty one. Told by
+        the manifest's counts, so that listing them reads no memory."""
+        held = {"code": ("chunks",), "graph": ("symbols",), "audit": ("commits", "decisions")}
+        available = []
+        for name, counts in held.items():
+            stats = self.manifest.memories.get(name, {})
+            if name not in self._stores and all(isinstance(stats.get(c), int) for c in counts):
+                empty = not any(stats[c] for c in counts)
+            else:
+                empty = self._memory(name).is_empty()
+            if not empty:
+                available.append(name)
+        return available
 
     def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
@@ -288,8 +339,9 @@ class ArelaIndex:
         # LlamaIndex users say `similarity_top_k`; it means the same here.
         top_k = top_k or kwargs.get("similarity_top_k") or self.config.top_k
         available = set(self.available_memories())
+        # Each memory is read when a question is first routed to it, not now.
         retrievers = {
-            name: make(top_k)
+            name: _OnFirstQuestion(functools.partial(make, top_k))
             for name, make in (
                 ("code", self.code_retriever),
                 ("graph", self.graph_retriever),
@@ -398,6 +450,47 @@ class ArelaIndex:
             ),
             return_direct=bool(kwargs.get("return_direct", False)),
         )
+
+
+class _OnFirstQuestion(MemoryRetriever):
+    """A memory's retriever, made (its memory read) when a question first needs it: an engine
+    over a large index is ready at once, and a question about history never reads the code.
+
+    >>> retriever = _OnFirstQuestion(lambda: index.audit_retriever(8))   # doctest: +SKIP
+    >>> retriever.search("who last changed setup.py?")                   # doctest: +SKIP
+    """
+
+    def __init__(self, make: Callable[[], MemoryRetriever]) -> None:
+        super().__init__()
+        self._make = make
+        self._made: MemoryRetriever | None = None
+        self._making = threading.Lock()
+
+    @property
+    def made(self) -> MemoryRetriever:
+        """The retriever itself, made now if no question needed it yet."""
+        if self._made is None:
+            with self._making:
+                if self._made is None:
+                    self._made = self._make()
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        # What the router may ask of a memory besides a search (the code memory's `files`,
+        # `fallback`): the memory's own.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.made, name)
+
+    def search(self, question: str) -> list[NodeWithScore]:
+        return self.made.search(question)
+
+    def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+        return self.made.ask(question, intents)
+
+    async def aask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+        made = self._made if self._made is not None else await offload(lambda: self.made)
+        return await made.aask(question, intents)
 
 
 _QUERY_KEYWORDS = (

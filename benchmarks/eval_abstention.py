@@ -11,11 +11,16 @@ written for the routing tests and benchmarks here, the rest never tuned on) are 
 checkout the sets use (at most `--checkouts` of them). Targets (issue 15.3): false abstention
 ≤ 3% of in-scope questions, out-of-scope abstention ≥ 95%. Offline, through
 `ArelaIndex.as_retriever()`; an empty answer is an abstention.
+
+The out-of-scope set is split like eval_corpus.py's: a question is in the tune half when the first
+byte of sha256(id) is even, else held out. Scope weights are tuned on the tune half only; both
+halves are printed (`--half` asks only one).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -32,6 +37,7 @@ def main() -> None:
     parser.add_argument("--index-name", default=".arela-main")
     parser.add_argument("--out-of-scope", type=Path, default=HERE / "questions_out_of_scope.jsonl")
     parser.add_argument("--checkouts", type=int, default=6, help="checkouts asked the OOS set")
+    parser.add_argument("--half", choices=("tune", "heldout", "all"), default="all")
     args = parser.parse_args()
 
     by_checkout: dict[str, list[dict]] = {}
@@ -42,6 +48,7 @@ def main() -> None:
                 name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
                 by_checkout.setdefault(name, []).append(q)
     foreign = [json.loads(x) for x in args.out_of_scope.read_text().splitlines() if x.strip()]
+    foreign = [f for f in foreign if args.half in ("all", half(f["id"]))]
     # The checkouts with most questions first: one per repository before a second of any.
     order = sorted(by_checkout, key=lambda n: -len(by_checkout[n]))
     seen: set[str] = set()
@@ -50,7 +57,7 @@ def main() -> None:
 
     in_scope = Counter()
     wrongly: list[str] = []
-    oos = Counter()
+    oos: Counter[str] = Counter()
     answered: list[str] = []
     for name in order:
         retriever = ArelaIndex.load(args.repos_dir / name / args.index_name, offline=True)
@@ -62,11 +69,11 @@ def main() -> None:
                 wrongly.append(f"{q['id']}: {q['question'][:100]!r}")
         if name in oos_checkouts:
             for f in foreign:
-                oos["asked"] += 1
+                oos[half(f["id"])] += 1
                 if retriever.retrieve(f["question"]):
-                    answered.append(f"{name}: {f['question']!r} ({f['written']})")
+                    answered.append(f"{name}: {f['id']} {f['question']!r} ({half(f['id'])})")
                 else:
-                    oos["abstained"] += 1
+                    oos[half(f["id"]) + " abstained"] += 1
     print(
         f"in scope      {in_scope['asked']} questions on {len(order)} checkouts: false "
         f"abstention {in_scope['abstained'] / in_scope['asked']:.1%} "
@@ -75,12 +82,21 @@ def main() -> None:
     for line in wrongly:
         print(f"  abstained   {line}")
     print(
-        f"out of scope  {len(foreign)} questions × {len(oos_checkouts)} checkouts "
-        f"({', '.join(oos_checkouts)}): abstained {oos['abstained'] / oos['asked']:.1%} "
-        f"({oos['abstained']}/{oos['asked']}; target ≥ 95%)"
+        f"out of scope  {len(foreign)} questions × {len(oos_checkouts)} checkouts ({', '.join(oos_checkouts)})"
     )
+    for h in ("tune", "heldout"):
+        if oos[h]:
+            abstained = oos[h + " abstained"]
+            print(
+                f"  {h:8}    abstained {abstained / oos[h]:.1%} ({abstained}/{oos[h]}; target ≥ 95%)"
+            )
     for line in answered:
         print(f"  answered    {line}")
+
+
+def half(question_id: str) -> str:
+    """The half a question belongs to: tune when the first byte of sha256(id) is even."""
+    return "tune" if hashlib.sha256(question_id.encode()).digest()[0] % 2 == 0 else "heldout"
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from llama_index.core.tools import RetrieverTool, ToolMetadata
 
-from arela_index.errors import ArelaError
+from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import distinct_spans, fresh, normalise
 from arela_index.query.steps import Call, Steps, arun, run
 from arela_index.query.trace import Trace
@@ -281,6 +281,8 @@ class _Part(BaseRetriever):
                     lambda: self._search(question, intents),
                     lambda: self._asearch(question, intents),
                 )
+            except IndexProblem:
+                raise  # a damaged index file, read on a memory's first use: the user's to mend
             except Exception as exc:  # one broken memory must not sink the others
                 log.warning("arela-index: the %s memory failed: %s", self._label, exc)
                 trace.add_step(

@@ -25,9 +25,9 @@ from arela_index.query.steps import Steps, arun, run
 from arela_index.query.trace import Trace
 from arela_index.selectors.evidence import (
     Entities,
+    RepoTerms,
     compared_entities,
     read_entities,
-    repo_terms,
 )
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -58,7 +58,7 @@ from arela_index.selectors.tools import (
 )
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
-from arela_index.text.stem import light_stem
+from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, words
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
@@ -116,7 +116,7 @@ class ArelaSelector(BaseSelector):
         self.vocabulary = vocabulary
         self.available = tuple(m for m in MEMORIES if m in set(available))
         self.confidence_threshold = confidence_threshold
-        self._terms = repo_terms(vocabulary) if vocabulary is not None else frozenset()
+        self._terms = RepoTerms.read(vocabulary) if vocabulary is not None else RepoTerms({})
         self._prototypes = Prototypes(embed_model=embed_model)
         self._prompt: BasePromptTemplate = DEFAULT_PROMPT
         self._llm = LLMStage(llm, self._prompt, llm_cooldown) if llm is not None else None
@@ -258,7 +258,7 @@ class ArelaSelector(BaseSelector):
         named = (*entities.mentions.names, *entities.mentions.paths)
         mentioned = {p for n in named for p in words(n.lower())}
         content = [w for w in words(text.lower()) if w not in STOPWORDS and w not in mentioned]
-        leftover = [w for w in content if light_stem(w) not in self._terms]
+        leftover = [w for w, s in zip(content, stem(content), strict=True) if s not in self._terms]
         if entities.known and len(leftover) <= 2:
             return [Cue(FACTUAL, STRONG, f"names {entities.known[0]} and asks nothing else", 0)]
         if content and not leftover:

@@ -7,54 +7,155 @@ knows and uses no software word is out of scope.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
-from arela_index.text.stem import variants
+from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
 # Words that only come up when talking about software. A question with none of them, naming
-# nothing the repository knows, is not about the repository.
+# nothing the repository knows, is not about the repository. The first are about any repository
+# (its code, files, tests, history); the second name a technology ("router", "sql"), which says a
+# question is about this repository only when the repository's own names use it.
 SOFTWARE_WORDS = frozenset(
     """code codebase repo repository project function method class module file folder directory
     test bug error exception config document committed fail failure failing crash configuration
-    setting api endpoint import call caller callee commit branch merge release changelog version
-    package library dependency database schema query cache server client cli command flag
-    argument parameter return variable constant log logging doc documentation readme script
-    backend frontend implementation implement refactor deprecate deprecated pipeline lint json
-    yaml toml http https request response thread async await architecture subclass inherit
-    interface struct enum field default changed change author blame diff build deploy install
-    port integration plugin hook callback handler middleware route router controller model view
-    template migration compile compiler runtime stack trace traceback regex parser parse
-    serialize decorator generator iterator instance object attribute property constructor
-    signature type typing annotation linter unittest pytest fixture mock ci docker env
-    environment timeout database sql orm socket protocol encoding utf unicode byte bytes string
-    int float bool dict array tuple""".split()  # noqa: SIM905
+    setting import call caller callee commit branch merge release changelog version package
+    library dependency command flag argument parameter return variable constant log logging doc
+    documentation readme script implementation implement refactor deprecate deprecated
+    architecture subclass inherit field default changed change author blame diff build install
+    stack trace traceback instance object attribute property constructor signature type typing
+    annotation""".split()  # noqa: SIM905
 )
-# Words a repository's names share with everyday English; matching one is weak evidence.
+TECHNOLOGY_WORDS = frozenset(
+    """api endpoint database schema query cache server client cli backend frontend pipeline lint
+    json yaml toml http https request response thread async await interface struct enum deploy
+    port integration plugin hook callback handler middleware route router controller model view
+    template migration compile compiler runtime regex parser parse serialize decorator generator
+    iterator linter unittest pytest fixture mock ci docker env environment timeout sql orm
+    socket protocol encoding utf unicode byte bytes string int float bool dict array
+    tuple""".split()  # noqa: SIM905
+)
+# Everyday English: matching one of a repository's names is weak evidence, and a question that uses
+# one the repository does not is no less about it. (Snowball stems "added" and "adding" to "ad",
+# apart from "add": they are listed too.)
 COMMON_WORDS = frozenset(
     """time name data value type list new main run get set first last good world day open close
     start end state info base text line word number date year user book page home help make item
     items thing way part form place point case work world good great best little long old right
     big high small large next early young important few public bad same able due pop put top add
-    use key map max min one two all any now end old out own way see""".split()  # noqa: SIM905
+    use key map max min one two all any now end old out own way see added adding another other
+    else support happen want need know like look find give tell think try come take keep let seem
+    show mean become leave feel bring begin move live believe hold provide stand lose include
+    continue follow create allow spend offer remember consider appear expect stay reach remain
+    suggest require decide explain instead really actually also still even ever never always
+    often sometimes usually maybe probably quite rather something anything everything nothing
+    someone anyone everyone people person week month today tomorrow yesterday currently wrong
+    better worse easy hard possible different similar whole kind sort lot bit much many more most
+    less least enough several every each both either neither such""".split()  # noqa: SIM905
 )
+SOFTWARE_STEMS = frozenset(stem(SOFTWARE_WORDS))
+TECHNOLOGY_STEMS = frozenset(stem(TECHNOLOGY_WORDS))
+COMMON_STEMS = frozenset(stem(COMMON_WORDS))
 
 
-def repo_terms(vocabulary: Vocabulary) -> frozenset[str]:
-    """The words the repository's symbol names and paths are made of, with their variants."""
-    parts: set[str] = set()
-    for name in vocabulary.symbols:
-        for piece in name.replace("/", ".").split("."):
-            parts.update(split_identifier(piece))
-    for path in vocabulary.paths:
-        for piece in PurePosixPath(path).with_suffix("").parts:
-            parts.update(p for w in words(piece) for p in split_identifier(w))
-    terms = {v for part in parts if len(part) > 2 and part not in STOPWORDS for v in variants(part)}
-    return frozenset(terms)
+class RepoTerms:
+    """The words the repository's symbol names and paths are made of, by their Snowball stems
+    (the one stemmer: the code memory's BM25 and the grader use it too) and how many names use
+    each; and its authors' names.
+
+    A question's word whose stem the repository uses is evidence that the question is about the
+    repository: fully, or half when it is an everyday word ("name", "new") or one the repository
+    uses only in passing (in fewer than one name in a thousand: a `windows.py` among 10,000).
+
+    >>> terms = RepoTerms.read(Vocabulary(symbols=["q.consume", "q.jobs.new_job"]))
+    >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka")]
+    [1.0, 1.0, 0.5, 0.0]
+    """
+
+    def __init__(self, uses: Mapping[str, int], names: int = 0, people: Iterable[str] = ()) -> None:
+        self.uses = dict(uses)
+        self.names = names
+        # Authors' names count as the repository's words, but are no part of its code's names
+        # (`in`): masked as a name, "what did dependabot change?" would lose its history cue.
+        self.people = frozenset(people)
+
+    @classmethod
+    def read(cls, vocabulary: Vocabulary) -> RepoTerms:
+        names = [
+            [p for piece in name.replace("/", ".").split(".") for p in split_identifier(piece)]
+            for name in vocabulary.symbols
+        ]
+        names += [
+            [
+                p
+                for piece in PurePosixPath(path).with_suffix("").parts
+                for w in words(piece)
+                for p in split_identifier(w)
+            ]
+            for path in vocabulary.paths
+        ]
+        kept = {p for parts in names for p in parts if len(p) > 2 and p not in STOPWORDS}
+        stems = dict(zip(kept, stem(kept), strict=True))
+        uses: Counter[str] = Counter()
+        for parts in names:
+            uses.update({stems[p] for p in parts if p in stems})
+        people = {w.lower() for author in vocabulary.authors for w in words(author)}
+        return cls(uses, len(names), (p for p in people if len(p) > 2))
+
+    def __contains__(self, form: object) -> bool:
+        return form in self.uses
+
+    def __or__(self, more: Iterable[str]) -> RepoTerms:
+        """These terms and the words `more` (a tool's own description), each used in full."""
+        uses = Counter(self.uses)
+        uses.update({form: self._in_passing + 1 for form in stem(w.lower() for w in more)})
+        return RepoTerms(uses, self.names, self.people)
+
+    @property
+    def _in_passing(self) -> int:
+        return self.names // 1000
+
+    def weight(self, word: str, form: str | None = None) -> float:
+        """How much `word` (lower case; `form`: its stem, if known) says a question is about the
+        repository: 0 when the repository never uses its stem."""
+        form = form if form is not None else stem([word])[0]
+        uses = self.uses.get(form, 0)
+        if word in self.people:
+            return 1.0
+        if not uses:
+            return 0.0
+        return 0.5 if _everyday(word, form) or uses <= self._in_passing else 1.0
+
+    @property
+    def foreign_cost(self) -> float:
+        """What a word the repository never uses counts against a question being about it. The
+        larger the repository, the likelier it names what it is about: absent from 10,000 names,
+        a word weighs about as much as a matched one; absent from 30, about a third."""
+        return min(1.0, math.log10(1 + self.names) / 4)
+
+
+def _foreign(unused: list[tuple[str, bool]], shaped: list[str], question: Question) -> list[str]:
+    """The words it asks about that the repository never uses, a name it does not know twice;
+    not the parts of a name it writes ("send_email") nor a time it names ("in June 2024")."""
+    own = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
+    own |= {w.lower() for _, match in question.time.found for w in words(match.group(0))}
+    return [part for part, name in unused if part not in own for _ in range(1 + name)]
+
+
+def _written(path: str, written: set[str]) -> bool:
+    lower = path.lower()
+    return any(lower.endswith(w) or PurePosixPath(lower).stem == w for w in written if w)
+
+
+def _everyday(word: str, form: str) -> bool:
+    return word in COMMON_WORDS or form in COMMON_STEMS
 
 
 @dataclass
@@ -80,9 +181,7 @@ class Entities:
         return self.scope >= 1.0
 
 
-def read_entities(
-    question: Question, vocabulary: Vocabulary | None, terms: frozenset[str]
-) -> Entities:
+def read_entities(question: Question, vocabulary: Vocabulary | None, terms: RepoTerms) -> Entities:
     """Resolve what the question names and weigh how much it is about this repository.
 
     Symbols count as *named* when the question writes them as identifiers (`parse_config`,
@@ -106,41 +205,63 @@ def read_entities(
                     if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
                 )
         entities.authors = list(question.authors(vocabulary))
-    _weigh_scope(entities, question.text, terms)
+    _weigh_scope(entities, question, terms)
     return entities
 
 
-def _weigh_scope(entities: Entities, question: str, terms: frozenset[str]) -> None:
+def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> None:
     add = entities.scope_reasons.append
     score = 0.0
-    known = entities.named_symbols + entities.found.paths + entities.authors
-    entities.about_code = bool(known or entities.mentions.names or entities.mentions.paths)
+    mentions, found = entities.mentions, entities.found
+    # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
+    written = {m.lower().strip("./") for m in (*mentions.names, *mentions.paths)}
+    named_paths = [p for p in found.paths if _written(p, written)]
+    known = entities.named_symbols + named_paths + entities.authors
+    entities.about_code = bool(known or mentions.names or mentions.paths)
     if known:
         score += 2.0
         add("names " + ", ".join(f"`{k}`" for k in known[:3]))
-    elif entities.found.symbols:
-        score += 1.0
-        add(
-            "mentions " + ", ".join(f"`{s.rsplit('.', 1)[-1]}`" for s in entities.found.symbols[:3])
-        )
-    shaped = [n for n in (*entities.mentions.names, *entities.mentions.paths) if n not in known]
+    # A name written as code is about code even when the repository does not know it: the query
+    # loop looks for near misses ("parse_crn") and abstains when there is none.
+    shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
     if shaped and not known:
         score += 1.0
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
     seen: set[str] = set()
-    for word in words(question):
-        for part in {word.lower(), *split_identifier(word)}:
-            forms = variants(part)
-            if part in STOPWORDS or forms & seen:
-                continue
-            seen |= forms
-            if forms & SOFTWARE_WORDS:
-                score += 1.0
-                entities.about_code = True
-                add(f"software word '{part}'")
-            elif forms & terms:
-                score += 0.5 if forms & COMMON_WORDS else 1.0
-                add(f"repository word '{part}'")
+    unused: list[tuple[str, bool]] = []  # words the repository never uses, each once
+    strong = bool(known or shaped)
+    text = words(question.text)
+    pairs = [(w, part) for w in text for part in {w.lower(), *split_identifier(w)}]
+    for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
+        if part in STOPWORDS or form in seen:
+            continue
+        seen.add(form)
+        if form in SOFTWARE_STEMS or (form in TECHNOLOGY_STEMS and form in terms):
+            score += 1.0
+            strong = entities.about_code = True
+            add(f"software word '{part}'")
+        elif form in TECHNOLOGY_STEMS:
+            entities.about_code = True  # about some software; not shown to be this one
+            add(f"technology word '{part}' the repository never names")
+        elif weight := terms.weight(part, form):
+            score += weight
+            strong = strong or weight == 1.0
+            add(f"repository word '{part}'" + ("" if weight == 1.0 else " (weak)"))
+        elif part.isalpha() and len(part) > 2 and not _everyday(part, form):
+            # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
+            unused.append((part, word[:1].isupper() and word != text[0]))
+    if known or score < 1.0:
+        entities.scope = score
+        return
+    if not strong:
+        # Only everyday words match: "suggest a name for my new kitten".
+        score = 0.9
+        add("only everyday words match the repository")
+    elif unused and score < terms.foreign_cost * len(foreign := _foreign(unused, shaped, question)):
+        # Most of what it asks about, the repository never names: a shared "level" does not
+        # make "the boiling point of water at sea level" a question about this repository.
+        score = 0.9
+        add("mostly words the repository never uses: " + ", ".join(foreign[:4]))
     entities.scope = score
 
 

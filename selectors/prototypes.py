@@ -12,7 +12,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from itertools import pairwise
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -28,7 +28,7 @@ from arela_index.selectors.intents import (
     TEMPORAL,
 )
 from arela_index.text.entities import Mentions, extract_mentions
-from arela_index.text.stem import light_stem
+from arela_index.text.stem import stem
 from arela_index.text.tokens import tokenize
 
 EXAMPLES: Mapping[str, tuple[str, ...]] = {
@@ -144,7 +144,7 @@ _SPACE = re.compile(r"\s+")
 
 
 def masked_tokens(
-    text: str, mentions: Mentions | None = None, terms: frozenset[str] = frozenset()
+    text: str, mentions: Mentions | None = None, terms: Container[str] = frozenset()
 ) -> list[str]:
     """Stemmed words and word pairs, with names, paths and the repository's own words masked.
 
@@ -156,7 +156,7 @@ def masked_tokens(
         text = text.replace(f"`{name}`", " sym ").replace(name, " sym ")
     for path in sorted(mentions.paths, key=len, reverse=True):
         text = text.replace(f"`{path}`", " path ").replace(path, " path ")
-    unigrams = [light_stem(t) for t in tokenize(_SPACE.sub(" ", text).lower(), keep_stopwords=True)]
+    unigrams = stem(tokenize(_SPACE.sub(" ", text).lower(), keep_stopwords=True))
     unigrams = ["sym" if t in terms else t for t in unigrams]
     return unigrams + [f"{a} {b}" for a, b in pairwise(unigrams)]
 
@@ -200,7 +200,7 @@ class Prototypes:
         return {t: w / norm for t, w in weights.items()}
 
     def lexical(
-        self, question: str, mentions: Mentions | None = None, terms: frozenset[str] = frozenset()
+        self, question: str, mentions: Mentions | None = None, terms: Container[str] = frozenset()
     ) -> dict[str, float]:
         query = self._vector(set(masked_tokens(question, mentions, terms)))
         dots: dict[int, float] = {}
@@ -213,7 +213,7 @@ class Prototypes:
         self,
         question: str,
         mentions: Mentions | None = None,
-        terms: frozenset[str] = frozenset(),
+        terms: Container[str] = frozenset(),
         notes: list[str] | None = None,
     ) -> dict[str, float]:
         """`similarity_steps`, run in line."""
@@ -223,7 +223,7 @@ class Prototypes:
         self,
         question: str,
         mentions: Mentions | None = None,
-        terms: frozenset[str] = frozenset(),
+        terms: Container[str] = frozenset(),
         notes: list[str] | None = None,
     ) -> Steps[dict[str, float]]:
         """Lexical similarity, averaged with embedding similarity when a model is set.

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from llama_index.core.tools.types import ToolMetadata
 
 from arela_index.selectors.intents import MEMORIES
-from arela_index.text.stem import light_stem, variants
+from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, tokenize
 
 _DESCRIBES = {
@@ -64,10 +64,10 @@ def memory_indexes(tools: Sequence[ToolMetadata]) -> dict[str, int]:
 
 def closest_tool(question: str, tools: Sequence[ToolMetadata]) -> tuple[int, float]:
     """For tools that are none of the memories: the one whose description shares most words."""
-    asked = {light_stem(t) for t in tokenize(question)}
+    asked = set(stem(tokenize(question)))
     best, best_score = 0, -1.0
     for index, tool in enumerate(tools):
-        words = {light_stem(t) for t in tokenize(f"{tool.name or ''} {tool.description}")}
+        words = set(stem(tokenize(f"{tool.name or ''} {tool.description}")))
         score = len(asked & words) / (len(words) ** 0.5 or 1.0)
         if score > best_score:
             best, best_score = index, score
@@ -76,13 +76,11 @@ def closest_tool(question: str, tools: Sequence[ToolMetadata]) -> tuple[int, flo
 
 def description_terms(tools: Iterable[ToolMetadata]) -> frozenset[str]:
     """The words tools describe themselves with, for judging whether a question is theirs."""
-    return frozenset(
-        v for tool in tools for t in tokenize(tool.description) if len(t) > 2 for v in variants(t)
-    )
+    return frozenset(t for tool in tools for t in tokenize(tool.description) if len(t) > 2)
 
 
 def _stems(text: str) -> set[str]:
-    return {light_stem(t) for t in tokenize(text) if len(t) > 3 and t.lower() not in STOPWORDS}
+    return set(stem(t for t in tokenize(text) if len(t) > 3 and t not in STOPWORDS))
 
 
 def named_tool(

@@ -319,9 +319,26 @@ def _build_index(
     path: str | Path, config: ArelaConfig, runtime: Runtime, refresh: bool
 ) -> BuildSummary:
     started = time.perf_counter()
-    timings: dict[str, float] = {}
     root = resolve_root(path)
     persist_dir = config.persist_path(root)
+    last = current_build_or_none(persist_dir) if refresh and persist_dir.is_dir() else None
+    with _graph_process(last is not None) as graph_side:
+        if graph_side is not None and last is not None:
+            # The previous graph's symbols are read while the repository is scanned and parsed.
+            graph_side.submit(_preload_graph, last)
+        return _build_scanned(root, persist_dir, config, runtime, refresh, graph_side, started)
+
+
+def _build_scanned(
+    root: Path,
+    persist_dir: Path,
+    config: ArelaConfig,
+    runtime: Runtime,
+    refresh: bool,
+    graph_side: ProcessPoolExecutor | None,
+    started: float,
+) -> BuildSummary:
+    timings: dict[str, float] = {}
     with _timer(timings, "scan"):
         snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
         known = _known_files(persist_dir) if refresh else None
@@ -335,7 +352,9 @@ def _build_index(
         with new_build(persist_dir) as folder:
             snapshot.save(folder)
             save_file_stats(folder, scan.stats)
-            built = _build_memories(scan, folder, previous, changes, embedder, config, timings)
+            built = _build_memories(
+                scan, folder, previous, changes, embedder, config, timings, graph_side
+            )
             Manifest(
                 repo_root=str(scan.root),
                 head=scan.head,
@@ -374,25 +393,20 @@ def _build_memories(
     embedder: tuple[Any, EmbeddingInfo | None],
     config: ArelaConfig,
     timings: dict[str, float],
+    graph_side: ProcessPoolExecutor | None = None,
 ) -> _Built:
-    """The three memories into `folder`: only the changed files' chunks are parsed again."""
+    """The three memories into `folder`: only the changed files' chunks are parsed again (a
+    refresh's graph in `graph_side`, the process `_graph_process` made)."""
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
     embed_model = embedder[0]
-    refreshing = previous is not None and changes is not None
-    with (
-        _parse_pool(len(todo)) as pool,
-        _side_process() as side,
-        _graph_process(refreshing) as graph_side,
-    ):
+    with _parse_pool(len(todo)) as pool, _side_process() as side:
         # History is read by git and a process of its own while the files are parsed: no
         # interpreter lock shared with the parsing, and a lower CPU priority, so the code
         # memory's few seconds of parsing are not stretched by git diffing a long history
         # on the same cores (the history gets the cores back as soon as parsing is done).
         before = previous.folder if previous else None
         audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
-        if graph_side is not None and before is not None:
-            graph_side.submit(_preload_graph, before)
         with _timer(timings, "parse"):
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
         graph_job = None
@@ -615,7 +629,7 @@ def _side_process() -> Iterator[ProcessPoolExecutor]:
 
 @contextlib.contextmanager
 def _graph_process(refreshing: bool) -> Iterator[ProcessPoolExecutor | None]:
-    """A process for a refresh's graph, forked at once, before the parse: it reads the previous
+    """A process for a refresh's graph, forked at once, before the scan: it reads the previous
     graph's symbols and patches the graph while this process makes the code memory, about a
     second each on a large repository (the two processes' memory adds up meanwhile: a refresh's
     each is well under a build's). A full build makes them one after the other, each memory's
@@ -628,8 +642,9 @@ def _graph_process(refreshing: bool) -> Iterator[ProcessPoolExecutor | None]:
         yield graph
 
 
-# The previous build's graph symbols, read by the graph process while the changed files are
-# parsed (one worker: the patch that needs them runs after, in the same process).
+# The previous build's graph symbols, read by the graph process while the repository is scanned
+# and the changed files parsed (one worker: the patch that needs them runs after, in the same
+# process; a build finished meanwhile makes another folder the previous one: it is read then).
 _preloaded: dict[Path, GraphStore] = {}
 
 

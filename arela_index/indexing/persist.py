@@ -275,10 +275,15 @@ def link_memory(source: Path, target: Path) -> None:
             dest.mkdir(parents=True, exist_ok=True)
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, dest)
-        except OSError:
-            shutil.copy2(path, dest)
+        link_file(path, dest)
+
+
+def link_file(source: Path, target: Path) -> None:
+    """One file of the previous build taken into a new one (see `link_memory`)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def current_build_or_none(persist_dir: Path) -> Path | None:

@@ -86,19 +86,19 @@ def module_of(path: str, language: str, text: str, root: Path | None = None) -> 
             return ".".join([*(_NOT_IDENT.sub("_", p) for p in parts), found.group(1)])
     elif language in {"java", "kotlin", "scala"}:
         # Scala may chain clauses (`package a` then `package b` is package a.b).
-        found = [m.group(1) for m in _JVM_PACKAGE.finditer(text, 0, 20_000)]
-        if found:
-            return ".".join(found if language == "scala" else found[:1])
+        clauses = [m.group(1) for m in _JVM_PACKAGE.finditer(text, 0, 20_000)]
+        if clauses:
+            return ".".join(clauses if language == "scala" else clauses[:1])
     elif language in {"csharp", "php"}:
         found = _NAMESPACE.search(text, 0, 20_000)
         if found:
             return found.group(1).replace("\\", ".").strip(".")
     elif language == "swift":
         # A Swift package's module is its target, the folder under Sources/ (or Tests/).
-        parts = PurePosixPath(path).parts
-        for at, part in enumerate(parts[:-2]):
-            if part in _SWIFT_ROOTS:
-                return _NOT_IDENT.sub("_", parts[at + 1])
+        folders = PurePosixPath(path).parts
+        for at, folder in enumerate(folders[:-2]):
+            if folder in _SWIFT_ROOTS:
+                return _NOT_IDENT.sub("_", folders[at + 1])
     elif language == "rust" and root is not None:
         crate = _rust_module(root, path)
         if crate:

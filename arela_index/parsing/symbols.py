@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
@@ -95,6 +96,7 @@ class FileSymbols:
 
     def to_json(self) -> dict[str, Any]:
         """A compact JSON-able dict (definitions, references as rows); `from_json` reads it."""
+        self.whole()
         return {
             "path": self.path,
             "language": self.language,
@@ -121,9 +123,14 @@ class FileSymbols:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FileSymbols:
+    def from_json(cls, data: dict[str, Any], inherits_only: bool = False) -> FileSymbols:
+        """`to_json`'s dict read back; with `inherits_only`, only the inherits references are
+        made now (what a graph refresh needs of the files that did not change: their bases),
+        the others when `whole` is called (a refresh of a large repository made ~200,000
+        references for nothing, most of the time it spent reading the previous graph)."""
         path = data["path"]
-        return cls(
+        rows = data["references"]
+        read = cls(
             path=path,
             language=data["language"],
             module=data["module"],
@@ -131,12 +138,28 @@ class FileSymbols:
                 Definition(q, n, k, path, s, e, sig, doc, p)
                 for q, n, k, s, e, sig, doc, p in data["definitions"]
             ],
-            # A file's references repeat their sources and targets, and JSON gives each its
-            # own string: one shared copy keeps a refresh of a large repository ~50 MB lighter.
-            references=[
-                Reference(intern(source), intern(target), intern(relation), *rest)
-                for source, target, relation, *rest in data["references"]
-            ],
+            references=_references(r for r in rows if r[2] == "inherits")
+            if inherits_only
+            else _references(rows),
             error=data.get("error"),
             bindings=dict(data.get("bindings") or {}),
         )
+        if inherits_only:
+            read.__dict__["_rows"] = rows
+        return read
+
+    def whole(self) -> FileSymbols:
+        """Every reference made, in the order the file makes them (see `from_json`)."""
+        rows = self.__dict__.pop("_rows", None)
+        if rows is not None:
+            self.references = _references(rows)
+        return self
+
+
+def _references(rows: Iterable[list[Any]]) -> list[Reference]:
+    # A file's references repeat their sources and targets, and JSON gives each its own
+    # string: one shared copy keeps a refresh of a large repository ~50 MB lighter.
+    return [
+        Reference(intern(source), intern(target), intern(relation), *rest)
+        for source, target, relation, *rest in rows
+    ]

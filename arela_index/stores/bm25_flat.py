@@ -9,7 +9,12 @@ is bm25s's own to the last bit (tests/stores/test_code_bm25_build.py holds it to
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+from collections.abc import Sequence
+from json.encoder import encode_basestring
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,7 +83,9 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     keys = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
     keys *= size
     keys += docs.ids
-    keys.sort()
+    # Stable: a merge sort, linear on keys already in order, as they are when each document's
+    # ids are ascending (`code_search.Terms` keeps them so): most of a refresh's sorting.
+    keys.sort(kind="stable")
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
     tf = np.diff(np.append(starts, len(keys))).astype(np.float64)
     doc, term = np.divmod(keys[starts], size)
@@ -118,3 +125,47 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
         "indptr": indptr,
         "num_docs": n_docs,
     }
+
+
+def save_named(index: Any, directory: Path, key: str, names: Sequence[str]) -> None:
+    """`index.save(directory, corpus=[{key: name} for name in names])`, the same files to the
+    byte (as bm25s writes them with the standard `json` module, orjson absent): bm25s encodes the corpus a JSON document at a time and then reads the file back a
+    line at a time for its line offsets (`corpus.mmindex.json`), about a second for the
+    chunks of a large repository, paid by every refresh. Here the lines and their offsets are
+    made in one pass and written at once."""
+    index.save(str(directory), show_progress=False)  # the arrays, vocabulary and parameters
+    head = "{" + encode_basestring(key) + ": "
+    lines = [f"{head}{encode_basestring(name)}}}\n".encode() for name in names]
+    offsets = list(itertools.accumulate(map(len, lines[:-1]), initial=0)) if lines else []
+    with open(directory / "corpus.jsonl", "wb") as fh:
+        fh.write(b"".join(lines))
+    # bm25s's own dump of the offsets (json.dumps of the list).
+    (directory / "corpus.mmindex.json").write_text(json.dumps(offsets), encoding="utf-8")
+
+
+class DocumentCounts:
+    """How many documents of a saved bm25s index hold each term, read from its vocabulary and
+    column pointers alone: with Lucene scoring every document holding a term has a score for
+    it, so a term's column length is its document frequency (what counting its nonzero scores
+    gives), without reading the scores or the documents.
+
+    >>> counts = DocumentCounts(Path("idx/code/bm25"))   # doctest: +SKIP
+    >>> counts("pars"), counts("never-seen")            # doctest: +SKIP
+    (412, None)
+    """
+
+    def __init__(self, folder: Path) -> None:
+        vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
+        pointers = np.load(folder / "indptr.csc.index.npy", allow_pickle=False)
+        # bm25s numbers its own empty token after the terms, with no column of its own.
+        if not isinstance(vocab, dict) or len(pointers) < len(vocab):
+            raise ValueError("vocabulary and column pointers do not fit")
+        self._vocab: dict[str, int] = vocab
+        self._lengths = np.diff(pointers)
+
+    def __call__(self, term: str) -> int | None:
+        """The number of documents holding `term`; None when the index does not know it."""
+        number = self._vocab.get(term) if term else None
+        if number is None or not 0 <= number < len(self._lengths):
+            return None
+        return int(self._lengths[number])

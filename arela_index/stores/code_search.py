@@ -96,7 +96,7 @@ def fuse(rankings: Iterable[Sequence[int]], k: float = RRF_K) -> dict[int, float
 def _distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values, ascending (np.unique's hash path is several times slower here);
     `values` is sorted in place."""
-    values.sort()
+    values.sort(kind="stable")  # linear when already in order (each document's ids ascending)
     ordered = values
     return (
         ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
@@ -175,7 +175,12 @@ class SparseIndex:
             ids[_ranges(starts[where], counts[where])] = remap[old_flat]
         for k, doc in enumerate(docs):
             if not isinstance(doc, int):
-                ids[starts[k] : starts[k] + len(doc)] = [number[t] for t in doc]
+                # Ascending within a document, so the indexes' sorts are linear (a refresh
+                # reuses the saved ids: the vocabulary's renumbering keeps their order).
+                ids[starts[k] : starts[k] + len(doc)] = sorted([number[t] for t in doc])
+        falls = np.flatnonzero(ids[1:] < ids[:-1]) + 1
+        if not np.isin(falls, starts).all():  # terms saved in text order by an older version
+            ids = ids[np.lexsort((ids, np.repeat(np.arange(len(counts)), counts)))]
         return cls._indexed(list(paths), Terms(vocab, ids, counts))
 
     @classmethod
@@ -212,9 +217,10 @@ class SparseIndex:
     def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
         """Write both indexes into `directory`, each with its documents' names (chunk ids, paths),
         and the chunks' terms (`Terms`) a refresh reuses."""
-        quiet = {"show_progress": False, "raise_on_serialization_error": True}
-        self.chunks.save(str(directory / _CHUNK_INDEX), [{"id": i} for i in chunk_ids], **quiet)
-        self.files.save(str(directory / _FILE_INDEX), [{"path": p} for p in self.paths], **quiet)
+        from arela_index.stores.bm25_flat import save_named
+
+        save_named(self.chunks, directory / _CHUNK_INDEX, "id", chunk_ids)
+        save_named(self.files, directory / _FILE_INDEX, "path", self.paths)
         if self.terms is not None:
             self.terms.save(directory, self.paths, self._file_of())
 

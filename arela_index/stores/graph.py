@@ -24,6 +24,7 @@ from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
 from arela_index.stores.graph_refresh import (
     FORMAT,
     GRAPH_FILE,
+    NAMES_FILE,
     SYMBOLS_FILE,
     refresh_graph,
     write_json,
@@ -89,7 +90,7 @@ class GraphStore:
         assert self._digests is not None
         return self._digests
 
-    def _load_symbols(self) -> None:
+    def _load_symbols(self, inherits_only: bool = False) -> None:
         path = self._symbols_file
         if path is None:
             self._files, self._digests = {}, {}
@@ -100,7 +101,7 @@ class GraphStore:
         files, digests = {}, {}
         try:
             for entry in data["files"]:
-                fs = FileSymbols.from_json(entry)
+                fs = FileSymbols.from_json(entry, inherits_only)
                 files[fs.path] = fs
                 if entry.get("sha256"):
                     digests[fs.path] = entry["sha256"]
@@ -155,7 +156,7 @@ class GraphStore:
         kept = {f.path for f in scan.files if parses(f.language)}
         if not (changes.touched & (kept | set(previous.graph.graph.get("files", {})))):
             return False  # no source file changed: `build` keeps the graph as it is
-        files, digests = _current_files(scan, previous, changes, parsed)
+        files, digests = _current_files(scan, previous, changes, parsed, whole=False)
         return refresh_graph(
             previous._symbols_file.parent, directory, previous.files, files, digests
         )
@@ -184,6 +185,7 @@ class GraphStore:
             ),
         }
         write_json(directory / SYMBOLS_FILE, symbols)
+        write_json(directory / NAMES_FILE, {"format": FORMAT, "symbols": self._defined})
 
     @classmethod
     def previous(cls, directory: Path) -> GraphStore:
@@ -191,7 +193,8 @@ class GraphStore:
         graph itself (which a refresh resolves anew, and which would double its memory)."""
         path = directory / SYMBOLS_FILE
         store = cls(nx.MultiDiGraph(), symbols_file=path)
-        store._load_symbols()
+        # Other references are made when a file's extraction is taken whole (`_current_files`).
+        store._load_symbols(inherits_only=True)
         assert store._files is not None
         store.graph.graph["files"] = {
             p: {"module": f.module, "language": f.language, "error": f.error}
@@ -548,9 +551,11 @@ def _current_files(
     previous: GraphStore | None,
     changes: Changes | None,
     parsed: Mapping[str, FileSymbols] | None,
+    whole: bool = True,
 ) -> tuple[dict[str, FileSymbols], dict[str, str]]:
     """Each parsed file's extraction (the caller's, the previous build's when unchanged, or made
-    here) and its content hash, in path order."""
+    here) and its content hash, in path order; the previous build's with every reference unless
+    not `whole` (a patch needs only their bases)."""
     parsed = parsed or {}
     changed = changes.changed if changes is not None else frozenset()
     files: dict[str, FileSymbols] = {}
@@ -567,7 +572,8 @@ def _current_files(
             and previous.digests.get(source.path) == source.sha256
             and source.path in previous.files
         ):
-            files[source.path] = previous.files[source.path]
+            kept = previous.files[source.path]
+            files[source.path] = kept.whole() if whole else kept
         else:
             files[source.path] = _extract(source)
     return files, digests

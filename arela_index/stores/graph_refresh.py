@@ -16,11 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arela_index.errors import corrupt
+from arela_index.indexing.persist import link_file
 from arela_index.parsing.symbols import Definition, FileSymbols
 from arela_index.stores.graph_resolve import Edge, Resolver
 
 GRAPH_FILE = "graph.json"
 SYMBOLS_FILE = "symbols.json"
+# The names of the symbols the repository defines: what a question is routed by, read without
+# the graph (tens of MB of JSON on a large repository) until a question needs the graph.
+NAMES_FILE = "names.json"
 FORMAT = 1  # of both files
 _Key = tuple[str, str, str]  # source, target, relation
 
@@ -38,10 +43,15 @@ def refresh_graph(
     line at a time (`write_json` writes one node or edge a line): only the changed files'
     edges and nodes are parsed, the others are copied as they are."""
     changed = [p for p, fs in files.items() if before.get(p) is not fs]
+    for path in changed:
+        if path in before:
+            before[path].whole()  # the others' references are read only for their bases
     if files.keys() != before.keys() or not all(
         _shape(before[p]) == _shape(files[p]) for p in changed
     ):
         return False
+    if not (previous / NAMES_FILE).is_file():
+        return False  # an older build's graph: a full resolution writes the names
     resolver = Resolver(files.values())
     resolver.inheritance()
     edges: dict[_Key, tuple[int, bool, int, int]] = {}  # new line, resolved, count; old count
@@ -66,6 +76,8 @@ def refresh_graph(
     if not _patch(previous / GRAPH_FILE, directory / GRAPH_FILE, edges, nodes):
         (directory / GRAPH_FILE).unlink(missing_ok=True)
         return False
+    # The same symbols: the same names file, shared with the previous build.
+    link_file(previous / NAMES_FILE, directory / NAMES_FILE)
     entries = {p: {**files[p].to_json(), "sha256": digests.get(p)} for p in changed}
     if not _splice(previous / SYMBOLS_FILE, directory / SYMBOLS_FILE, entries):
         write_json(
@@ -115,49 +127,81 @@ def _patch(
 ) -> bool:
     """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when one of
     them is not there or another file shares an edge (its count is not the changed file's)."""
-    # Names as the file spells them (`write_json` wrote it): lines are matched without parsing.
+    # Names as the file spells them (`write_json` wrote it): lines are found without parsing.
+    # The names patched are one file's definitions, which share a long prefix (its module):
+    # only the lines holding that prefix after "source": or "id": are looked at, found by
+    # bytes.find, and the rest of the file is copied as it is (a line-by-line loop took
+    # most of a large repository's graph refresh).
     sources = {_dumps(key[0]).encode() for key in edges}
     ids = {_dumps(name).encode() for name in nodes}
-    found = patched = 0
     try:
-        with open(old, "rb") as src, open(new, "wb") as out:
-            for line in src:
-                body = line.rstrip(b",\n")
-                if body.startswith(b"{") and body.endswith(b"}"):
-                    item = _item(body, sources, ids)
-                    if item is not None and "source" in item:
-                        key = (item["source"], item["target"], item["key"])
-                        if key in edges:
-                            line_no, resolved, count, old_count = edges[key]
-                            if item.get("count") != old_count:
-                                # Shared with another file: its first line may be theirs.
-                                return False
-                            item.update(line=line_no, resolved=resolved, count=count)
-                            found += 1
-                            line = _dumps(item).encode() + line[len(body) :]
-                    elif item is not None and item.get("id") in nodes:
-                        item.update(nodes[item["id"]])
-                        patched += 1
-                        line = _dumps(item).encode() + line[len(body) :]
-                out.write(line)
-    except (OSError, ValueError):
+        data = old.read_bytes()
+    except OSError:
         return False
+    replaced: dict[int, tuple[int, bytes]] = {}  # a patched line's start: its end, new text
+    found = patched = 0
+    for pattern, names in ((_SOURCE, sources), (_ID, ids)):
+        if not names:
+            continue
+        needle = pattern.pattern[: pattern.pattern.index(b":") + 1] + _shared_start(names)
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            named = pattern.match(data, at)
+            body = data[start:end].rstrip(b",")
+            if (
+                start not in replaced
+                and named is not None
+                and named.group(1) in names
+                and body.startswith(b"{")
+                and body.endswith(b"}")
+            ):
+                try:
+                    item = json.loads(body)
+                except ValueError:
+                    return False
+                if not isinstance(item, dict):
+                    return False
+                if "source" in item:
+                    key = (item["source"], item["target"], item["key"])
+                    if key in edges:
+                        line_no, resolved, count, old_count = edges[key]
+                        if item.get("count") != old_count:
+                            # Shared with another file: its first line may be theirs.
+                            return False
+                        item.update(line=line_no, resolved=resolved, count=count)
+                        found += 1
+                        replaced[start] = (start + len(body), _dumps(item).encode())
+                elif item.get("id") in nodes:
+                    item.update(nodes[item["id"]])
+                    patched += 1
+                    replaced[start] = (start + len(body), _dumps(item).encode())
+            at = data.find(needle, end)
     # Every one found, or the file is not laid out a node or an edge a line: resolve in full.
-    return found == len(edges) and patched == len(nodes)
+    if found != len(edges) or patched != len(nodes):
+        return False
+    view = memoryview(data)
+    try:
+        with open(new, "wb") as out:
+            copied = 0
+            for start in sorted(replaced):
+                end, text = replaced[start]
+                out.write(view[copied:start])
+                out.write(text)
+                copied = end
+            out.write(view[copied:])
+    except OSError:
+        return False
+    return True
 
 
-def _item(body: bytes, sources: set[bytes], ids: set[bytes]) -> dict[str, Any] | None:
-    """The node or edge on a line, parsed only when it may be one to patch."""
-    edge = _SOURCE.search(body)
-    if edge is not None:
-        if edge.group(1) not in sources:
-            return None
-    else:
-        node = _ID.search(body)
-        if node is None or node.group(1) not in ids:
-            return None
-    item = json.loads(body)
-    return item if isinstance(item, dict) else None
+def _shared_start(names: set[bytes]) -> bytes:
+    """The longest start all `names` share (that of the first and last in sorted order)."""
+    first, last = min(names), max(names)
+    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), None)
+    return first[: len(first) if size is None else size]
 
 
 def _shape(fs: FileSymbols) -> tuple[Any, ...]:
@@ -207,6 +251,24 @@ def _contributions(resolver: Resolver, fs: FileSymbols) -> dict[_Key, tuple[int,
             else (seen[0], seen[1] or edge.resolved, seen[2] + 1)
         )
     return merged
+
+
+def read_names(directory: Path) -> list[str] | None:
+    """The names of the symbols the graph saved in `directory` defines (`GraphStore.symbol_names`),
+    read without the graph; None when its build wrote no names file (an older version made it)."""
+    path = directory / NAMES_FILE
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise corrupt(path, f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise corrupt(path, f"not a names file of format {FORMAT}")
+    names = data.get("symbols")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise corrupt(path, "malformed names")
+    return names
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:

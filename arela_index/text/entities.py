@@ -123,11 +123,11 @@ class Vocabulary:
         self.symbols = sorted(set(symbols))
         self.paths = sorted(set(paths))
         self.authors = sorted(set(authors))
-        self._by_tail: dict[str, list[str]] = defaultdict(list)
+        # One entry per symbol, by its last part; a dotted tail filters those (an entry per
+        # tail made a large repository's vocabulary several times slower to build).
+        self._by_last: dict[str, list[str]] = defaultdict(list)
         for qualified in self.symbols:
-            parts = qualified.split(".")
-            for i in range(len(parts)):
-                self._by_tail[".".join(parts[i:]).lower()].append(qualified)
+            self._by_last[qualified.rpartition(".")[2].lower()].append(qualified)
         self._by_path_suffix: dict[str, list[str]] = defaultdict(list)
         for path in self.paths:
             parts = path.lower().split("/")
@@ -163,7 +163,11 @@ class Vocabulary:
 
     def symbols_named(self, name: str) -> list[str]:
         """Qualified symbols whose name, or dotted tail, is `name` (case-insensitive)."""
-        return list(self._by_tail.get(name.lower().removesuffix("()"), ()))
+        tail = name.lower().removesuffix("()")
+        named = self._by_last.get(tail.rpartition(".")[2], ())
+        if "." not in tail:
+            return list(named)
+        return [q for q in named if (low := q.lower()) == tail or low.endswith("." + tail)]
 
     def paths_named(self, path: str) -> list[str]:
         return list(self._by_path_suffix.get(path.lower().strip("./"), ()))

@@ -138,6 +138,7 @@ INDEX_FILES = (
     "code/terms.json",
     "graph/graph.json",
     "graph/symbols.json",
+    "graph/names.json",
     "audit/audit.sqlite",
     "worktree.json",
 )
@@ -150,6 +151,13 @@ def test_every_file_of_the_index_is_listed_here(built: Path) -> None:
     assert folder is not None
     on_disk = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
     assert on_disk == set(INDEX_FILES) | set(SPEED_ONLY)
+
+
+def reading(name: str) -> str:
+    """A question that reads the memory holding the index file `name` (a memory is read when
+    a question is first routed to it)."""
+    memory = name.split("/")[0]
+    return {"code": QUESTIONS[1], "audit": QUESTIONS[2]}.get(memory, QUESTIONS[0])
 
 
 @pytest.mark.parametrize("name", INDEX_FILES)
@@ -166,7 +174,7 @@ def test_a_damaged_file_is_one_line_naming_it_and_the_rebuild(
             continue  # it holds the checksums, not its own: a flip that still parses may pass
         damage(folder / name, how, rng)
         run = call_cli(
-            "ask", QUESTIONS[0], "--repo", str(taskq.root), "--persist-dir", str(persist)
+            "ask", reading(name), "--repo", str(taskq.root), "--persist-dir", str(persist)
         )
         line = assert_one_clear_line(run, str(folder / name), "arela index")
         assert ("missing" in line) == (how == "deleted"), line
@@ -206,7 +214,7 @@ def test_damage_seen_by_a_real_process_is_one_line_and_the_advised_command_mends
     assert folder is not None
     damage(folder / "code/vectors.faiss", "bytes flipped", random.Random(7))
     for args in (
-        ["ask", QUESTIONS[0], "--repo", str(taskq.root)],
+        ["ask", reading("code/vectors.faiss"), "--repo", str(taskq.root)],
         ["index", str(taskq.root), "--refresh"],
     ):
         run = run_cli(*args, "--persist-dir", str(persist), "--offline")

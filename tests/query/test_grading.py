@@ -402,7 +402,7 @@ def test_a_question_in_words_the_repository_never_uses_still_abstains(index: Are
     retriever = index.as_retriever()
     strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
     loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
-    question = "how does the scheduler reconcile helm charts for kubernetes?"
+    question = "how does the scheduler queue reconcile helm charts?"
     assert index.selector().route(Question.read(question)).memory_names == ["code"]
     nodes, trace = run(loop.steps(Question.read(question)))
     assert nodes == [] and len(steps(trace, "abstain")) == 1

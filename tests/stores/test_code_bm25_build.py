@@ -17,6 +17,7 @@ from support.stock_bm25 import sparse_text, stock_bm25
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import current_build
+from arela_index.stores.bm25_flat import DocumentCounts, save_named
 from arela_index.stores.code_search import chunk_terms
 from arela_index.text.tokens import expand_identifiers
 
@@ -160,3 +161,28 @@ def test_two_builds_write_the_same_sparse_index(repo: GitRepo, tmp_path: Path) -
         }
 
     assert built("one") == built("two")
+
+
+def test_the_index_is_saved_as_bm25s_saves_it(index: ArelaIndex, tmp_path: Path) -> None:
+    # The names a repository may hold: quotes, backslashes, non-ASCII, a control character.
+    sparse = index.code.sparse
+    assert sparse is not None
+    names = [f'pkg/{n}"q\\uote\tüñí\x01{n}.py' for n in range(len(sparse.paths))]
+    save_named(sparse.files, tmp_path / "ours", "path", names)
+    sparse.files.save(str(tmp_path / "bm25s"), [{"path": n} for n in names], show_progress=False)
+    ours = {p.name: p.read_bytes() for p in (tmp_path / "ours").iterdir()}
+    theirs = {p.name: p.read_bytes() for p in (tmp_path / "bm25s").iterdir()}
+    assert ours == theirs and "corpus.mmindex.json" in ours
+    loaded = bm25s.BM25.load(str(tmp_path / "ours"), load_corpus=True, show_progress=False)
+    assert [row["path"] for row in loaded.corpus] == names
+
+
+def test_document_counts_read_from_disk_are_the_indexs_own(index: ArelaIndex) -> None:
+    sparse = index.code.sparse
+    assert sparse is not None
+    folder = current_build(index.persist_dir)
+    assert folder is not None
+    counts = DocumentCounts(folder / "code" / "bm25")
+    terms = [*sparse.chunks.vocab_dict, "", "neverusedword"]
+    assert [counts(t) for t in terms] == [sparse.document_frequency(t) for t in terms]
+    assert counts("retri") and counts("neverusedword") is None

@@ -14,6 +14,7 @@ from arela_index.index import ArelaIndex
 from arela_index.indexing.build import build_index
 from arela_index.indexing.persist import current_build
 from arela_index.llm.runtime import detect
+from arela_index.stores.graph import GraphStore
 
 FILES: dict[str, str | bytes] = {
     "shop/base.py": "class Model:\n    def save(self):\n        return True\n",
@@ -28,6 +29,7 @@ FILES: dict[str, str | bytes] = {
     ),
     "shop/cli.py": "from shop.cart import Cart\n\n\ndef main():\n    return Cart().checkout([])\n",
     "shop/rates.py": "RATE = 3\n",
+    "report.py": "from shop.prices import total\n\n\ndef show(items):\n    return total(items)\n",
 }
 
 EDITS = {
@@ -38,6 +40,11 @@ EDITS = {
             '    """The sum of the items\' prices."""\n'
             "    return sum(price(i) for i in items)\n\n\ndef price(item):\n    return item.cost\n"
         )
+    },
+    # Two modules' bodies: the patched names share no prefix but the quote.
+    "two modules": {
+        "shop/prices.py": "# Prices.\n\n" + FILES["shop/prices.py"],
+        "report.py": '"""Reports."""\n' + FILES["report.py"],
     },
     # A module of constants grows: its one node's lines change, no edge does.
     "module": {"shop/rates.py": "RATE = 3\n\nTAX = 0.2\n\nSHIPPING = 5\n"},
@@ -90,5 +97,25 @@ def test_after_an_edit_above_it_a_symbol_is_where_it_now_is(tmp_path: Path) -> N
     callers = {(link.symbol, link.line) for link in graph.callers("shop.prices.price")}
     assert callers == {("shop.prices.total", 8)}
     assert {link.symbol for link in graph.callers("shop.prices.total")} == {
-        "shop.cart.Cart.checkout"
+        "shop.cart.Cart.checkout",
+        "report.show",
     }
+
+
+def test_a_refresh_reads_the_unchanged_files_bases_and_the_rest_when_it_resolves(
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit(FILES, "first")
+    persist = tmp_path / "index"
+    _build(repo.root, persist, refresh=False)
+    folder = current_build(persist)
+    assert folder is not None
+    whole = GraphStore.load(folder / "graph").files
+    before = GraphStore.previous(folder / "graph").files
+    cart = before["shop/cart.py"]
+    # What a patch reads of a file it does not change: its bases, not its calls.
+    assert [r.relation for r in cart.references] == ["inherits"]
+    assert {p: fs.whole() for p, fs in before.items()} == whole
+    assert [r.relation for r in cart.references] != ["inherits"]
+    assert cart.to_json() == whole["shop/cart.py"].to_json()

@@ -1,0 +1,88 @@
+"""Whether a question is about the repository: on evidence that it is about THIS repository, not
+on a few words every large repository shares with English; a question that names a symbol or a
+file the repository has is never put out of scope."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.gitrepo import GitRepo
+from support.routing_repos import vocabulary_for
+
+from arela_index.selectors.arela_selector import ArelaSelector
+
+# A stream-processing project the size of a real one (about 2,000 names): its names share
+# "level", "point", "name", "new" and "wait" with everyday English, as real repositories do.
+TOPICS = """broker partition offset consume produce retry schedule checkpoint serializer window
+watermark sink source level point name new record batch topic group lag commit""".split()  # noqa: SIM905
+VERBS = """open close read write flush reset parse render merge wait fetch store load drop
+seek poll ack nack split join encode decode verify track emit""".split()  # noqa: SIM905
+
+
+@pytest.fixture(scope="module")
+def selector(tmp_path_factory: pytest.TempPathFactory) -> ArelaSelector:
+    repo = GitRepo(tmp_path_factory.mktemp("scope") / "streams")
+    files = {}
+    for topic in TOPICS:
+        for part in range(3):
+            body = "\n".join(
+                f"def {verb}_{topic}_{other}(value):\n    return value\n"
+                for verb in VERBS
+                for other in TOPICS[part * 8 : part * 8 + 8]
+            )
+            files[f"src/streams/{topic}/{topic}_{part}.py"] = body
+    repo.commit(files, "the stream processing library", author="Ada Lovelace")
+    return ArelaSelector(vocabulary_for(repo))
+
+
+def test_the_repository_is_as_large_as_a_real_one(selector: ArelaSelector) -> None:
+    assert selector.vocabulary is not None and len(selector.vocabulary) > 1500
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "suggest a name for my new kitten",  # only everyday words match
+        "what is the boiling point of water at sea level?",  # "point", "level": mostly foreign
+        "when was the Kafka consumer added?",  # a thing it does not know; "consume" is a stem
+    ],
+)
+def test_shared_words_do_not_make_a_question_about_the_repository(
+    selector: ArelaSelector, question: str
+) -> None:
+    route = selector.route(question)
+    assert route.out_of_scope and route.memories == [], route.notes
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "why does read_offset_level return the water level at sea?",  # names a symbol
+        "what is in src/streams/level/level_0.py about boiling water?",  # names a file
+        "when was read_consume_batch changed?",
+        "how are partition offsets committed after a retry?",  # its own words
+        "who wrote the watermark code, Ada?",  # an author
+        # A name written as code, even one it lacks: the query loop looks for near misses.
+        "what does read_ofset_level do?",
+    ],
+)
+def test_a_question_about_the_repository_is_routed(selector: ArelaSelector, question: str) -> None:
+    route = selector.route(question)
+    assert not route.out_of_scope and route.memories, route.notes
+
+
+def test_the_selector_matches_words_by_the_index_stems(selector: ArelaSelector) -> None:
+    """One stemmer: "consumed", "offsets" and "committing" match the repository's `consume`,
+    `offset` and `commit` by Snowball's stems, as the code memory's BM25 does."""
+    route = selector.route("are offsets consumed before committing?")
+    assert not route.out_of_scope and "code" in route.memory_names
+
+
+def test_a_small_repository_is_not_judged_like_a_large_one(tmp_path: Path) -> None:
+    """In a repository of a few names, a word it never uses says less: most words of a question
+    about it are not among so few names."""
+    repo = GitRepo(tmp_path / "tiny")
+    repo.commit({"queue.py": "def consume(job):\n    return job\n"}, "queue")
+    tiny = ArelaSelector(vocabulary_for(repo))
+    assert not tiny.route("when does a worker consume the next queued job?").out_of_scope
