@@ -280,6 +280,12 @@ class ArelaIndex:
                 available.append(name)
         return available
 
+    def read_memories(self) -> None:
+        """Read every memory with something in it now, not on its first question (a batch of
+        questions, a server about to answer: each question's time is then its own)."""
+        for name in self.available_memories():
+            self._memory(name)
+
     def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
 

@@ -47,8 +47,8 @@ def _answers(index: ArelaIndex) -> list[tuple[str, list[str]]]:
 
 def _every_memory_read(persist: Path) -> list[tuple[str, list[str]]]:
     index = ArelaIndex.load(persist, offline=True)
-    for memory in ("code", "graph", "audit"):
-        getattr(index, memory)
+    index.read_memories()  # what `arela ask` does before a batch
+    assert set(index._stores) == {"code", "graph", "audit"}
     return _answers(index)
 
 
