@@ -32,7 +32,8 @@ from arela_index import __version__
 from arela_index.errors import ArelaError, IndexProblem, corrupt
 
 # 2: the code memory's BM25 is two bm25s indexes (chunks, files) saved by bm25s itself.
-FORMAT_VERSION = 2
+# 3: each without its corpus, its documents' names in names.json beside it.
+FORMAT_VERSION = 3
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"

@@ -9,11 +9,7 @@ is bm25s's own to the last bit (tests/stores/test_code_bm25_build.py holds it to
 
 from __future__ import annotations
 
-import itertools
-import json
 import math
-from collections.abc import Sequence
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -127,22 +123,6 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     }
 
 
-def save_named(index: Any, directory: Path, key: str, names: Sequence[str]) -> None:
-    """`index.save(directory, corpus=[{key: name} for name in names])`, the same files to the
-    byte (as bm25s writes them with the standard `json` module, orjson absent): bm25s encodes the corpus a JSON document at a time and then reads the file back a
-    line at a time for its line offsets (`corpus.mmindex.json`), about a second for the
-    chunks of a large repository, paid by every refresh. Here the lines and their offsets are
-    made in one pass and written at once."""
-    index.save(str(directory), show_progress=False)  # the arrays, vocabulary and parameters
-    head = "{" + encode_basestring(key) + ": "
-    lines = [f"{head}{encode_basestring(name)}}}\n".encode() for name in names]
-    offsets = list(itertools.accumulate(map(len, lines[:-1]), initial=0)) if lines else []
-    with open(directory / "corpus.jsonl", "wb") as fh:
-        fh.write(b"".join(lines))
-    # bm25s's own dump of the offsets (json.dumps of the list).
-    (directory / "corpus.mmindex.json").write_text(json.dumps(offsets), encoding="utf-8")
-
-
 class DocumentCounts:
     """How many documents of a saved bm25s index hold each term, read from its vocabulary and
     column pointers alone: with Lucene scoring every document holding a term has a score for
@@ -155,8 +135,14 @@ class DocumentCounts:
     """
 
     def __init__(self, folder: Path) -> None:
-        vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
-        pointers = np.load(folder / "indptr.csc.index.npy", allow_pickle=False)
+        import bm25s
+
+        # Memory-mapped: the scores and documents are never read, only the column pointers.
+        try:
+            index = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        except Exception as exc:  # bm25s raises many kinds on a damaged folder
+            raise ValueError(f"{folder} cannot be read: {type(exc).__name__}") from exc
+        vocab, pointers = index.vocab_dict, np.asarray(index.scores["indptr"])
         # bm25s numbers its own empty token after the terms, with no column of its own.
         if not isinstance(vocab, dict) or len(pointers) < len(vocab):
             raise ValueError("vocabulary and column pointers do not fit")

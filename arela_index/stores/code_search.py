@@ -50,6 +50,7 @@ _NAMES_TESTS = re.compile(
     rf"\b[Tt]ests?[ _-]?(?:{_KINDS})\b|\btest_\w+ (?:{_KINDS})\b|\btests\b|\bTests?[A-Z]\w*|\w+Tests\b"
 )
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
+_NAMES = "names.json"  # beside each bm25s index: its documents' names (chunk ids, paths), in order
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
 # A traceback frame names the file it ran in: Python's `File "…/pkg/mod.py", line 12` and the
 # `pkg/mod.py:12` of pytest, linters and most other languages' traces.
@@ -215,12 +216,16 @@ class SparseIndex:
         return cls(chunk_index, file_index, files, len(docs), terms=kept)
 
     def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
-        """Write both indexes into `directory`, each with its documents' names (chunk ids, paths),
-        and the chunks' terms (`Terms`) a refresh reuses."""
-        from arela_index.stores.bm25_flat import save_named
-
-        save_named(self.chunks, directory / _CHUNK_INDEX, "id", chunk_ids)
-        save_named(self.files, directory / _FILE_INDEX, "path", self.paths)
+        """Write both indexes into `directory` (each saved by bm25s, with its documents' names
+        beside it: bm25s's own corpus file costs a JSON document per name and a second pass
+        for its line offsets, a second on a large repository's refresh), and the chunks' terms
+        (`Terms`) a refresh reuses."""
+        for index, folder, names in (
+            (self.chunks, _CHUNK_INDEX, chunk_ids),
+            (self.files, _FILE_INDEX, self.paths),
+        ):
+            index.save(str(directory / folder), show_progress=False)
+            (directory / folder / _NAMES).write_text(json.dumps(list(names)), encoding="utf-8")
         if self.terms is not None:
             self.terms.save(directory, self.paths, self._file_of())
 
@@ -233,8 +238,8 @@ class SparseIndex:
     def load(cls, directory: Path, chunks: Sequence[TextNode]) -> SparseIndex:
         """Read both back; damaged, or out of step with `chunks`, is an `IndexProblem`."""
         paths = sorted(set(_paths(chunks)))
-        chunk_index = _load(directory / _CHUNK_INDEX, "id", [c.node_id for c in chunks])
-        file_index = _load(directory / _FILE_INDEX, "path", paths, vocabulary=False)
+        chunk_index = _load(directory / _CHUNK_INDEX, [c.node_id for c in chunks])
+        file_index = _load(directory / _FILE_INDEX, paths, vocabulary=False)
         return cls(chunk_index, file_index, paths, len(chunks))
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
@@ -319,15 +324,13 @@ def _summed(index: Any, term_ids: Sequence[int], size: int) -> np.ndarray:
     return np.asarray(index.get_scores(sorted(term_ids)), dtype=np.float64)
 
 
-def _load(folder: Path, key: str, names: list[str], vocabulary: bool = True) -> Any:
+def _load(folder: Path, names: list[str], vocabulary: bool = True) -> Any:
     import bm25s
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
-        index = bm25s.BM25.load(
-            str(folder), load_corpus=True, load_vocab=vocabulary, show_progress=False
-        )
-        found = [row.get(key) for row in index.corpus or ()]
+        index = bm25s.BM25.load(str(folder), load_vocab=vocabulary, show_progress=False)
+        found = json.loads((folder / _NAMES).read_text(encoding="utf-8"))
         size = len(index.get_scores_from_ids([]))  # its documents: the empty question's scores
     except Exception as exc:  # bm25s raises many kinds on a damaged folder
         raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None

@@ -4,6 +4,7 @@ split), score for score; its file index counts each file's chunks."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -17,7 +18,7 @@ from support.stock_bm25 import sparse_text, stock_bm25
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import current_build
-from arela_index.stores.bm25_flat import DocumentCounts, save_named
+from arela_index.stores.bm25_flat import DocumentCounts
 from arela_index.stores.code_search import chunk_terms
 from arela_index.text.tokens import expand_identifiers
 
@@ -140,10 +141,10 @@ def test_a_file_scores_by_how_many_of_its_chunks_hold_a_word(index: ArelaIndex) 
 def test_the_index_on_disk_names_chunks_and_files_without_their_text(index: ArelaIndex) -> None:
     folder = current_build(index.persist_dir)
     assert folder is not None
-    corpus = (folder / "code" / "bm25" / "corpus.jsonl").read_text(encoding="utf-8")
-    assert corpus.count("\n") == len(index.code.chunks)
-    files = (folder / "code" / "bm25_files" / "corpus.jsonl").read_text(encoding="utf-8")
-    assert files.count("\n") == 72 and "pkg/mod_00.py" in files
+    corpus = (folder / "code" / "bm25" / "names.json").read_text(encoding="utf-8")
+    assert json.loads(corpus) == [c.node_id for c in index.code.chunks]
+    files = (folder / "code" / "bm25_files" / "names.json").read_text(encoding="utf-8")
+    assert len(json.loads(files)) == 72 and "pkg/mod_00.py" in files
     assert "HTTPServer_v2" in (folder / "code" / "chunks.jsonl").read_text(encoding="utf-8")
     assert "HTTPServer_v2" not in corpus + files and "http2Server" not in corpus + files
 
@@ -161,20 +162,6 @@ def test_two_builds_write_the_same_sparse_index(repo: GitRepo, tmp_path: Path) -
         }
 
     assert built("one") == built("two")
-
-
-def test_the_index_is_saved_as_bm25s_saves_it(index: ArelaIndex, tmp_path: Path) -> None:
-    # The names a repository may hold: quotes, backslashes, non-ASCII, a control character.
-    sparse = index.code.sparse
-    assert sparse is not None
-    names = [f'pkg/{n}"q\\uote\tüñí\x01{n}.py' for n in range(len(sparse.paths))]
-    save_named(sparse.files, tmp_path / "ours", "path", names)
-    sparse.files.save(str(tmp_path / "bm25s"), [{"path": n} for n in names], show_progress=False)
-    ours = {p.name: p.read_bytes() for p in (tmp_path / "ours").iterdir()}
-    theirs = {p.name: p.read_bytes() for p in (tmp_path / "bm25s").iterdir()}
-    assert ours == theirs and "corpus.mmindex.json" in ours
-    loaded = bm25s.BM25.load(str(tmp_path / "ours"), load_corpus=True, show_progress=False)
-    assert [row["path"] for row in loaded.corpus] == names
 
 
 def test_document_counts_read_from_disk_are_the_indexs_own(index: ArelaIndex) -> None:
