@@ -109,12 +109,7 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     scores *= tf
     del tf
     scores = scores.astype(index.dtype)
-    data, indices, indptr = index._np_csc(
-        data=scores,
-        rows=doc.astype(index.int_dtype),
-        cols=term.astype(index.int_dtype),
-        shape=(n_docs, n_vocab),
-    )
+    data, indices, indptr = _csc(scores, doc.astype(index.int_dtype), term, n_vocab)
     return {
         "data": data.astype(index.dtype),
         "indices": indices,
@@ -155,3 +150,12 @@ class DocumentCounts:
         if number is None or not 0 <= number < len(self._lengths):
             return None
         return int(self._lengths[number])
+
+
+def _csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_cols: int) -> tuple[Any, ...]:
+    """The scores as bm25s holds them: by term (column), each term's by document (row), with
+    each term's start in `indptr`."""
+    indptr = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n_cols), out=indptr[1:])
+    order = np.argsort((cols.astype(np.int64) << 32) | rows.astype(np.int64))
+    return data[order], rows[order], indptr
