@@ -57,7 +57,8 @@ _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no pars
 _FRAME = re.compile(r'File "([^"\n]+)", line \d+|([\w.\\/-]+\.\w+):\d+')
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|specs?)/"
-    r"|(^|/)(test_[^/]*|[^/]*[_.-](test|tests|spec)\.[^/.]+|[^/]*Tests?\.[^/.]+|conftest\.py)$"
+    r"|(^|/)(test_[^/]*|tests?\.[^/.]+|[^/]*[_.-](test|tests|spec)\.[^/.]+|[^/]*Tests?\.[^/.]+"
+    r"|conftest\.py)$"
 )
 
 
@@ -66,6 +67,8 @@ def is_test_path(path: str) -> bool:
 
     >>> [is_test_path(p) for p in ("tests/a.py", "src/a_test.go", "web/a.spec.ts", "src/a.py")]
     [True, True, True, False]
+    >>> [is_test_path(p) for p in ("test.c", "app/tests.py", "src/testing.py", "latest.py")]
+    [True, True, False, False]
     """
     return bool(_TEST_PATH.search(path))
 
