@@ -15,7 +15,7 @@ from arela_index.query.steps import Steps, structured_call
 from arela_index.query.trace import Trace
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
-from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS
+from arela_index.text.tokens import FILLER, KIND_WORDS, ROUTING_WORDS, STOPWORDS
 
 _EXPANDED = 2  # a name defined in more places than this is too common to expand
 
@@ -66,7 +66,9 @@ def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
         assert vocabulary is not None
         # A plain word is looked up only if it could name something (`calls` is no `getcalls`).
         lower = name.lower()
-        if is_word and (lower in ROUTING_WORDS or lower in FILLER or lower in STOPWORDS):
+        if is_word and any(
+            lower in words for words in (ROUTING_WORDS, KIND_WORDS, FILLER, STOPWORDS)
+        ):
             continue
         close = closest_names(name.rsplit(".", 1)[-1], vocabulary)
         if close:

@@ -55,6 +55,13 @@ ROUTING_WORDS = frozenset(
     explain describe difference differences between versus compare compared comparison work
     works working happen happens mean means meaning purpose""".split()  # noqa: SIM905
 )
+# Words that say what kind of code a question is about, never which: "which functions call
+# invoke?" asks about callers, and "functions" is no misspelt symbol named `function`.
+KIND_WORDS = frozenset(
+    """class classes function functions method methods module modules type types struct structs
+    trait traits interface interfaces enum enums field fields attribute attributes variable
+    variables constant constants object objects file files symbol symbols""".split()  # noqa: SIM905
+)
 FILLER = frozenset(
     "hey hi hello thanks ok okay like kind sort actually really basically just stuff bit".split()  # noqa: SIM905
 )

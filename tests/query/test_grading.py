@@ -369,6 +369,9 @@ def test_offline_rewrite_keeps_names_drops_filler_and_fixes_typos(index: ArelaIn
     )
     # Routing words are no names: `calls` must not become some symbol spelled like it.
     assert "calls" not in rewrite("who calls send_email?", Vocabulary(symbols=["a.getcalls"]))
+    # Nor are the words for kinds of code: `functions` is no misspelt `function`.
+    kinds = Vocabulary(symbols=["a.core.Group.decorator.function", "a.core.Command.invoke"])
+    assert "function" not in rewrite("which functions call invoke?", kinds).split()
     assert closest_names("PriortyQueue", vocabulary) == ["PriorityQueue"]
     assert closest_names("xyz", vocabulary) == []
 
