@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.gitrepo import GitRepo
-from support.routing_repos import build_taskq
+from support.engine_repos import Indexed, indexed
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import current_build
@@ -25,15 +24,13 @@ QUESTIONS = (
 
 
 @pytest.fixture(scope="module")
-def taskq(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
-    return build_taskq(tmp_path_factory.mktemp("first") / "taskq")
+def taskq(tmp_path_factory: pytest.TempPathFactory) -> Indexed:
+    return indexed("taskq", tmp_path_factory.mktemp("first"))
 
 
 @pytest.fixture(scope="module")
-def persist(taskq: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    persist = tmp_path_factory.mktemp("index") / "i"
-    ArelaIndex.build(taskq.root, persist_dir=str(persist), offline=True, show_progress=False)
-    return persist
+def persist(taskq: Indexed) -> Path:
+    return taskq.persist_dir
 
 
 def _answers(index: ArelaIndex) -> list[tuple[str, list[str]]]:
@@ -78,7 +75,7 @@ def test_term_weights_count_as_the_loaded_code_memory_does(persist: Path) -> Non
 
 
 def test_an_index_built_without_a_names_file_answers_the_same(
-    persist: Path, taskq: GitRepo, tmp_path: Path
+    persist: Path, taskq: Indexed, tmp_path: Path
 ) -> None:
     # What a build before the names file left: the graph is read to route instead.
     old = tmp_path / "old"
@@ -91,11 +88,10 @@ def test_an_index_built_without_a_names_file_answers_the_same(
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     assert _answers(ArelaIndex.load(old, offline=True)) == _every_memory_read(persist)
     # A refresh after an edit writes it again.
-    taskq.write(
-        {"src/taskq/worker.py": (taskq.root / "src/taskq/worker.py").read_text() + "\n# x\n"}
-    )
+    repo = taskq.repo
+    repo.write({"src/taskq/worker.py": (repo.root / "src/taskq/worker.py").read_text() + "\n# x\n"})
     refreshed = ArelaIndex.build(
-        taskq.root, refresh=True, persist_dir=str(old), offline=True, show_progress=False
+        repo.root, refresh=True, persist_dir=str(old), offline=True, show_progress=False
     )
     assert (refreshed.folder / "graph/names.json").is_file()
     assert sorted(refreshed._symbol_names()) == sorted(refreshed.graph.symbol_names())
