@@ -284,7 +284,9 @@ class ArelaIndex:
         """Read every memory with something in it now, not on its first question (a batch of
         questions, a server about to answer: each question's time is then its own)."""
         for name in self.available_memories():
-            self._memory(name)
+            store = self._memory(name)
+            if isinstance(store, CodeStore) and not store.is_empty():
+                _ = store.search  # its rankings, built from the chunks, are part of reading it
 
     def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
