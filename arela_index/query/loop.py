@@ -275,6 +275,8 @@ class QueryLoop:
                 best = self._ungraded(distinct_spans(nodes), question, trace, 1.0)
                 if trace.report:
                     return (yield from self._report_files(best, question, trace))
+                if list(trace.memory_names) == ["code"]:
+                    return (yield from self._best_files(nodes, question, trace))
                 return best + (yield from self._more_files(best, nodes, question, trace))
             trace.add_step("abstain", why=_why_nothing(question, tried, pool))
         graded = [
@@ -321,6 +323,20 @@ class QueryLoop:
             add((yield from self.router.files_steps(question, trace, 2 * top_k)))
         floor = min((n.score or 0.0 for n in kept), default=1.0)
         return self._ungraded(more, question, trace, floor)
+
+    def _best_files(
+        self, first: Sequence[NodeWithScore], question: Question, trace: Trace
+    ) -> Steps[list[NodeWithScore]]:
+        """The answer to a question asked of the code memory alone when nothing graded
+        relevant: its best files (one chunk each, its file ranking looks deeper than the first
+        pass), then the first pass's chunks of other files; top-k nodes, ungraded. The first
+        pass's chunks alone crowd the answer with several chunks of one file: on SWE-QA's tune
+        half, hit@5 0.822 -> 0.844 (two questions; no other answer changed)."""
+        top_k = self.router.top_k
+        ranked = yield from self.router.files_steps(question, trace, top_k)
+        files = {n.node.metadata.get("file_path") for n in ranked}
+        rest = [n for n in distinct_spans(first) if n.node.metadata.get("file_path") not in files]
+        return self._ungraded([*ranked, *rest][:top_k], question, trace, 1.0)
 
     def _report_files(
         self, answer: Sequence[NodeWithScore], question: Question, trace: Trace

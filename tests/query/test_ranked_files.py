@@ -116,3 +116,27 @@ def test_a_similarity_cutoff_at_the_graders_threshold_keeps_what_was_graded_rele
     # The ranked files past the relevant ones score under the threshold, in rank order.
     assert all((n.score or 0) < retriever.grader.threshold for n in nodes[len(kept) :])
     assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+
+
+def test_nothing_graded_relevant_in_the_code_memory_answers_its_best_files_one_chunk_each(
+    index: ArelaIndex,
+) -> None:
+    from arela_index.query.grading import RelevanceGrader
+    from arela_index.query.loop import QueryLoop
+    from arela_index.query.steps import run
+    from arela_index.text.question import Question
+
+    retriever = index.as_retriever()
+    # A grade above any reachable: nothing is graded relevant, the best matches stand.
+    strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
+    loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
+    question = "how does the worker run a job from the queue?"
+    first, _ = retriever.router.retrieve_with_trace(question)
+    assert len(files(first)) < len(first)  # the first pass holds two chunks of one file
+    nodes, trace = run(loop.steps(Question.read(question)))
+    assert trace.memory_names == ["code"] and steps(nodes, trace, "fallback")
+    # The answer ranks files: as many as it holds nodes, up to top_k.
+    assert len(files(nodes)) == len(nodes) == index.config.top_k
+    assert set(files(first)) <= set(files(nodes))
+    assert all(n.node.metadata["grade"] == 0 for n in nodes)
+    assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
