@@ -6,9 +6,7 @@ bm25s scores it. The file index's
 documents are files: a term's frequency in a file is the number of the file's chunks that hold
 it. Its ranking reaches the question's file when the words are spread over the file's functions
 (a long issue report, a traceback), where no single chunk matches well. A chunk's sparse score
-is its reciprocal rank among chunks plus its file's among files, plus, for a question about what
-code does asked in a sentence or two, its rank among the chunks' heads (`code_heads`: symbol,
-signature, docstring), where a description's words are not lost among a body's.
+is its reciprocal rank among chunks plus its file's among files.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ import numpy as np
 from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
-from arela_index.stores.code_heads import HeadIndex
 from arela_index.stores.decisions import is_adr
 from arela_index.text.tokens import index_terms, words
 
@@ -52,12 +49,6 @@ _KINDS = r"class(?:es)?|functions?|methods?|modules?|cases?|files?|suites?"
 _NAMES_TESTS = re.compile(
     rf"\b[Tt]ests?[ _-]?(?:{_KINDS})\b|\btest_\w+ (?:{_KINDS})\b|\btests\b|\bTests?[A-Z]\w*|\w+Tests\b"
 )
-# A question about what code does (ranked source first) under this many words describes code in
-# a sentence or two, in the words its names and docstrings use: the heads' ranking (symbol,
-# signature, docstring: `code_heads`) takes part; SWE-QA's tune half, hit@5 0.844 -> 0.878. A
-# pasted report's words (its reproduction, its output) describe no symbol: on SWE-bench Lite's
-# tune half the heads lowered its MRR 0.655 -> 0.546. A how-to question keeps its ranking.
-DESCRIPTION_WORDS = 80
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _NAMES = "names.json"  # beside each bm25s index: its documents' names (chunk ids, paths), in order
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
@@ -361,8 +352,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 class CodeSearch:
-    """The sparse side of the code memory: chunk BM25, file BM25 and head BM25 fused into one
-    ranking.
+    """The sparse side of the code memory: chunk BM25 and file BM25 fused into one ranking.
 
     Built once per store (`CodeStore.search`); read-only afterwards, so threads share it.
     Chunks are named by their position in the store's list.
@@ -396,7 +386,6 @@ class CodeSearch:
         )
         self._not_source = ~source[self._file_of]
         self._prose = ~(source | tests)[self._file_of]  # not source, and not a test either
-        self._heads = HeadIndex.build(chunks)
 
     def terms(self, question: str) -> list[int]:
         """The ids of the question's terms (`index_terms`) that the index knows."""
@@ -410,8 +399,7 @@ class CodeSearch:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files (a ranked file's best chunk enters even when the chunk ranking missed it); a long
         question, or any when `source_first`, ranks chunks of prose, configuration and tests
-        lower (`source_first=False`: never), and under `DESCRIPTION_WORDS` adds their rank
-        among heads."""
+        lower (`source_first=False`: never)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -430,15 +418,10 @@ class CodeSearch:
         for file, chunk in best.items():
             if chunk not in fused and scores[chunk] > 0:
                 fused[chunk] = 1 / (RRF_K + files[file])
-        asked = len(words(question))
-        if source_first is None:
-            source_first = asked >= LONG_QUESTION_WORDS
-        if source_first and asked < DESCRIPTION_WORDS:
-            heads = self._heads.scores(index_terms(question))
-            for rank, chunk in enumerate(top(heads, candidates).tolist()):
-                fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
             fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
+        if source_first is None:
+            source_first = len(words(question)) >= LONG_QUESTION_WORDS
         if source_first:
             lower = self._not_source
             if (
