@@ -251,6 +251,7 @@ class Entities:
     found: Found
     named_symbols: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)
+    project: str = ""  # the repository's own name, when it names it
     scope: float = 0.0
     scope_reasons: list[str] = field(default_factory=list)
     # Why it is not about the repository though some of its words are (what an abstention says).
@@ -261,7 +262,11 @@ class Entities:
 
     @property
     def known(self) -> list[str]:
-        return [*self.named_symbols, *self.found.paths, *self.authors]
+        return [*self.named_symbols, *self.found.paths, *self.authors, *self.project_named]
+
+    @property
+    def project_named(self) -> list[str]:
+        return [self.project] if self.project else []
 
     @property
     def in_scope(self) -> bool:
@@ -292,6 +297,7 @@ def read_entities(question: Question, vocabulary: Vocabulary | None, terms: Repo
                     if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
                 )
         entities.authors = list(question.authors(vocabulary))
+        entities.project = vocabulary.project_named(question.text) or ""
     _weigh_scope(entities, question, terms)
     return entities
 
@@ -304,7 +310,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
     written = {m.lower().strip("./") for m in (*mentions.names, *mentions.paths)}
     named_paths = [p for p in found.paths if _written(p, written)]
-    known = entities.named_symbols + named_paths + entities.authors
+    known = entities.named_symbols + named_paths + entities.authors + entities.project_named
     entities.about_code = bool(known or mentions.names or mentions.paths)
     if known:
         score += 2.0

@@ -109,3 +109,19 @@ def test_a_question_about_a_language_the_repository_is_not_written_in_is_out_of_
         "an offset and its page",
     )
     assert not ArelaSelector(vocabulary_for(repo)).route(question).out_of_scope
+
+
+def test_a_question_naming_the_project_is_about_it(tmp_path: Path) -> None:
+    """The repository's own name (its folder's) is evidence, however short: "ky" names no file
+    or symbol of ky, but a question about ky is about it."""
+    repo = GitRepo(tmp_path / "ky")
+    repo.commit(
+        {
+            "source/core/request.ts": "export function fetchWithRetry(url: string) {\n  return url;\n}\n"
+        },
+        "the http client",
+    )
+    selector = ArelaSelector(vocabulary_for(repo, project="ky"))
+    route = selector.route("where is ky defined?")
+    assert not route.out_of_scope and route.memories, route.notes
+    assert selector.route("what is the capital of Peru?").out_of_scope
