@@ -98,7 +98,7 @@ def test_a_node_that_never_mentions_the_named_symbol_is_not_relevant(index: Arel
 
 
 def test_the_kind_of_code_asked_for_is_no_word_an_answer_must_spell(index: ArelaIndex) -> None:
-    """ "which functions call parse_config?" asks what "who calls parse_config?" asks: a caller's
+    """"which functions call parse_config?" asks what "who calls parse_config?" asks: a caller's
     node need not say "functions" to be kept."""
     nodes, _ = first_pass(index, "who calls parse_config?")
     grader = index.as_retriever().grader
