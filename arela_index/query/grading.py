@@ -20,7 +20,6 @@ from arela_index.query.term_weights import TermWeights
 from arela_index.query.trace import Trace
 from arela_index.selectors.intents import STRUCTURAL, TEMPORAL
 from arela_index.text.question import Question
-from arela_index.text.tokens import KIND_WORDS
 
 # How well a memory's kind of answer fits an intent.
 _FIT = {
@@ -194,8 +193,7 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
         self, nodes: Sequence[NodeWithScore], question: Question, intents: Sequence[str]
     ) -> list[tuple[float, bool]]:
         """(grade, whether the node mentions a name the question asks about, if it names any)."""
-        # "which functions call invoke?": a kind of code asked for, which no answer need spell.
-        terms = [t for t in question.terms if t not in KIND_WORDS]
+        terms = question.terms
         weights = [self._weights.weight(t) for t in terms]
         stems = TermWeights.stems(terms)
         names = question.names
