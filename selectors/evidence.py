@@ -37,12 +37,12 @@ SOFTWARE_WORDS = frozenset(
 )
 TECHNOLOGY_WORDS = frozenset(
     """api endpoint database schema query cache server client cli backend frontend pipeline lint
-    json yaml toml http https request response thread async await interface struct enum deploy
-    port integration plugin hook callback handler middleware route router controller model view
+    json yaml toml http https request response thread async await interface struct enum deploy port
+    integration plugin hook callback handler middleware route router controller model view
     template migration migrate compile compiler runtime regex parser parse serialize decorator
-    decorate generator iterator iterate linter unittest pytest fixture mock ci docker env environment timeout sql orm
-    socket protocol encoding utf unicode byte bytes string int float bool dict array
-    tuple""".split()  # noqa: SIM905
+    decorate generator iterator iterate linter unittest pytest fixture mock ci docker env
+    environment timeout sql orm socket protocol encoding utf unicode byte bytes string int float
+    bool dict array tuple""".split()  # noqa: SIM905
 )
 # Everyday English: matching one of a repository's names is weak evidence, and a question that uses
 # one the repository does not is no less about it. (Snowball stems "added" and "adding" to "ad",
