@@ -216,6 +216,7 @@ class ArelaIndex:
             symbols=self._symbol_names(),
             paths=self.manifest.files.keys(),
             authors=self.audit.authors(),
+            project=self.root.name,
         )
 
     def _symbol_names(self) -> list[str]:

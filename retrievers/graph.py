@@ -133,8 +133,12 @@ class CodeGraphRetriever(MemoryRetriever):
         if relation == "neighbourhood":
             return self._neighbourhood(subject)
         store = self._store
-        if relation == "subclasses" and (store.symbol(subject) or {}).get("kind") == "method":
+        kind = (store.symbol(subject) or {}).get("kind")
+        if relation == "subclasses" and kind == "method":
             relation = "overrides"
+        elif kind == "mixin" and relation in {"importers", "imports"}:
+            # Ruby's include/extend/prepend make a module a base: who includes it subclasses it.
+            relation = "subclasses" if relation == "importers" else "bases"
         lookup = {
             "callers": store.callers,
             "callees": store.callees,

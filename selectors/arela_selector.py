@@ -232,7 +232,9 @@ class ArelaSelector(BaseSelector):
             route.needs_llm = entities.scope > 0
             if entities.scope == 0 or self._llm is None:
                 route.intents = [(OUT_OF_SCOPE, 0.95 if entities.scope == 0 else 0.7)]
-                route.notes.append("nothing in the question relates to the repository")
+                route.notes.append(
+                    entities.doubt or "nothing in the question relates to the repository"
+                )
             return draft
         strong = rules.strong()
         if strong:

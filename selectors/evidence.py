@@ -2,7 +2,8 @@
 
 Entity evidence feeds every stage: a known symbol makes a factual question read the graph too,
 a capitalised author name is a history cue, and a question that names nothing the repository
-knows and uses no software word is out of scope.
+knows and uses no software word, or asks mostly about what the repository never names (another
+programming language, a product, a technology it does not use), is out of scope.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from arela_index.indexing.languages import detect_language
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.stem import stem
@@ -26,21 +28,21 @@ from arela_index.text.tokens import STOPWORDS, split_identifier, words
 SOFTWARE_WORDS = frozenset(
     """code codebase repo repository project function method class module file folder directory
     test bug error exception config document committed fail failure failing crash configuration
-    setting import call caller callee commit branch merge release changelog version package
-    library dependency command flag argument parameter return variable constant log logging doc
-    documentation readme script implementation implement refactor deprecate deprecated
-    architecture subclass inherit field default changed change author blame diff build install
-    stack trace traceback instance object attribute property constructor signature type typing
-    annotation""".split()  # noqa: SIM905
+    configure setting import call caller callee commit branch merge release changelog version
+    package library depend dependency command flag argument parameter return variable constant log
+    logging doc documentation readme script implementation implement refactor deprecate deprecated
+    architecture subclass inherit inheritance field default changed change author blame diff build
+    install stack trace traceback instance object attribute property constructor signature type
+    typing annotation""".split()  # noqa: SIM905
 )
 TECHNOLOGY_WORDS = frozenset(
     """api endpoint database schema query cache server client cli backend frontend pipeline lint
-    json yaml toml http https request response thread async await interface struct enum deploy
-    port integration plugin hook callback handler middleware route router controller model view
-    template migration compile compiler runtime regex parser parse serialize decorator generator
-    iterator linter unittest pytest fixture mock ci docker env environment timeout sql orm
-    socket protocol encoding utf unicode byte bytes string int float bool dict array
-    tuple""".split()  # noqa: SIM905
+    json yaml toml http https request response thread async await interface struct enum deploy port
+    integration plugin hook callback handler middleware route router controller model view
+    template migration migrate compile compiler runtime regex parser parse serialize decorator
+    decorate generator iterator iterate linter unittest pytest fixture mock ci docker env
+    environment timeout sql orm socket protocol encoding utf unicode byte bytes string int float
+    bool dict array tuple""".split()  # noqa: SIM905
 )
 # Everyday English: matching one of a repository's names is weak evidence, and a question that uses
 # one the repository does not is no less about it. (Snowball stems "added" and "adding" to "ad",
@@ -60,9 +62,73 @@ COMMON_WORDS = frozenset(
     better worse easy hard possible different similar whole kind sort lot bit much many more most
     less least enough several every each both either neither such""".split()  # noqa: SIM905
 )
-SOFTWARE_STEMS = frozenset(stem(SOFTWARE_WORDS))
-TECHNOLOGY_STEMS = frozenset(stem(TECHNOLOGY_WORDS))
 COMMON_STEMS = frozenset(stem(COMMON_WORDS))
+
+
+def word_forms(word: str) -> set[str]:
+    """`word` and the forms it takes in a question: a software word is matched by these, not by
+    its Snowball stem, which gives "important" the stem of "import" and "integral" that of
+    "integration".
+
+    >>> "importing" in word_forms("import"), "important" in word_forms("import")
+    (True, False)
+    >>> sorted(w for w in word_forms("commit") if w.startswith("committ"))
+    ['committed', 'committer', 'committers', 'committing']
+    """
+    if word.endswith("e"):
+        base = word[:-1]
+        return {
+            word,
+            *(word + end for end in ("s", "d", "r", "rs")),
+            *(base + end for end in ("ing", "ion", "ions", "ation", "ations")),
+        }
+    forms = {word, *(word + end for end in ("s", "es", "ed", "ing", "er", "ers"))}
+    if word.endswith("y"):
+        forms |= {word[:-1] + "ies", word[:-1] + "ied"}
+    if (
+        len(word) > 2
+        and word[-1] not in "aeiouwxy"
+        and word[-2] in "aeiou"
+        and word[-3] not in "aeiou"
+    ):
+        forms |= {word + word[-1] + end for end in ("ed", "ing", "er", "ers")}  # commit: committed
+    return forms
+
+
+SOFTWARE_FORMS = frozenset(f for w in SOFTWARE_WORDS for f in word_forms(w))
+TECHNOLOGY_FORMS = frozenset(f for w in TECHNOLOGY_WORDS for f in word_forms(w))
+
+# Programming languages as questions write them: (how, the languages of indexing/languages.py
+# whose files answer for it, the words a repository's own names use for it). Case matters where
+# the name is also an English word ("Go", "Rust", "Swift").
+_LANGUAGES = (
+    (
+        "JavaScript",
+        r"(?i:\bjavascript\b|\bnode\.?js\b)",
+        {"javascript", "typescript", "tsx"},
+        ("javascript", "js", "nodejs"),
+    ),
+    ("TypeScript", r"(?i:\btypescript\b)", {"typescript", "tsx"}, ("typescript",)),
+    ("Python", r"(?i:\bpython\b)", {"python", "notebook"}, ("python", "py")),
+    ("Go", r"(?<![.!?] )(?<!^)\bGo\b|(?i:\bgolang\b)", {"go"}, ("golang",)),
+    ("Rust", r"(?<!^)\bRust\b", {"rust"}, ("rust",)),
+    ("Java", r"\bJava\b", {"java", "kotlin", "scala", "groovy"}, ("java", "jvm")),
+    ("Kotlin", r"(?i:\bkotlin\b)", {"kotlin", "java"}, ("kotlin",)),
+    ("C++", r"\bC\+\+|(?i:\bcpp\b)", {"cpp", "c"}, ("cpp",)),
+    ("C#", r"\bC#|(?i:\bcsharp\b)|\.NET\b", {"csharp", "fsharp", "vbnet"}, ("csharp", "dotnet")),
+    ("Ruby", r"\bRuby\b|\bRails\b", {"ruby"}, ("ruby", "rails")),
+    ("PHP", r"\bPHP\b", {"php"}, ("php",)),
+    ("Swift", r"(?<![.!?] )(?<!^)\bSwift\b", {"swift"}, ("swift",)),
+    ("Scala", r"\bScala\b", {"scala"}, ("scala",)),
+    ("Haskell", r"(?i:\bhaskell\b)", {"haskell"}, ("haskell",)),
+    ("Perl", r"\bPerl\b", {"perl"}, ("perl",)),
+    ("Elixir", r"\bElixir\b", {"elixir", "erlang"}, ("elixir",)),
+    ("SQL", r"\bSQL\b", {"sql"}, ("sql",)),
+)
+LANGUAGE_NAMES = tuple(
+    (name, re.compile(how), frozenset(files), tuple(stem(aliases)))
+    for name, how, files, aliases in _LANGUAGES
+)
 
 
 class RepoTerms:
@@ -74,17 +140,24 @@ class RepoTerms:
     repository: fully, or half when it is an everyday word ("name", "new") or one the repository
     uses only in passing (in fewer than one name in a thousand: a `windows.py` among 10,000).
 
-    >>> terms = RepoTerms.read(Vocabulary(symbols=["q.consume", "q.jobs.new_job"]))
-    >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka")]
-    [1.0, 1.0, 0.5, 0.0]
+    >>> terms = RepoTerms.read(Vocabulary(symbols=["q.consume", "q.jobs.new_job"], paths=["q/jobs.py"]))
+    >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka")], terms.foreign_languages("jobs in Go?")
+    ([1.0, 1.0, 0.5, 0.0], ['Go'])
     """
 
-    def __init__(self, uses: Mapping[str, int], names: int = 0, people: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        uses: Mapping[str, int],
+        names: int = 0,
+        people: Iterable[str] = (),
+        languages: Iterable[str] = (),
+    ) -> None:
         self.uses = dict(uses)
         self.names = names
         # Authors' names count as the repository's words, but are no part of its code's names
         # (`in`): masked as a name, "what did dependabot change?" would lose its history cue.
         self.people = frozenset(people)
+        self.languages = frozenset(languages)  # of its files (indexing/languages.py)
 
     @classmethod
     def read(cls, vocabulary: Vocabulary) -> RepoTerms:
@@ -107,7 +180,8 @@ class RepoTerms:
         for parts in names:
             uses.update({stems[p] for p in parts if p in stems})
         people = {w.lower() for author in vocabulary.authors for w in words(author)}
-        return cls(uses, len(names), (p for p in people if len(p) > 2))
+        languages = {lang for path in vocabulary.paths if (lang := detect_language(path))}
+        return cls(uses, len(names), (p for p in people if len(p) > 2), languages)
 
     def __contains__(self, form: object) -> bool:
         return form in self.uses
@@ -116,7 +190,7 @@ class RepoTerms:
         """These terms and the words `more` (a tool's own description), each used in full."""
         uses = Counter(self.uses)
         uses.update({form: self._in_passing + 1 for form in stem(w.lower() for w in more)})
-        return RepoTerms(uses, self.names, self.people)
+        return RepoTerms(uses, self.names, self.people, self.languages)
 
     @property
     def _in_passing(self) -> int:
@@ -132,6 +206,17 @@ class RepoTerms:
         if not uses:
             return 0.0
         return 0.5 if _everyday(word, form) or uses <= self._in_passing else 1.0
+
+    def foreign_languages(self, text: str) -> list[str]:
+        """The programming languages `text` names that the repository has no file in and whose
+        names it never uses (sphinx's `sphinx.domains.javascript` answers for JavaScript)."""
+        return [
+            name
+            for name, how, files, aliases in LANGUAGE_NAMES
+            if how.search(text)
+            and not files & self.languages
+            and not any(a in self.uses for a in aliases)
+        ]
 
     @property
     def foreign_cost(self) -> float:
@@ -166,15 +251,22 @@ class Entities:
     found: Found
     named_symbols: list[str] = field(default_factory=list)
     authors: list[str] = field(default_factory=list)
+    project: str = ""  # the repository's own name, when it names it
     scope: float = 0.0
     scope_reasons: list[str] = field(default_factory=list)
+    # Why it is not about the repository though some of its words are (what an abstention says).
+    doubt: str = ""
     # Evidence beyond words the repository shares with English ("world", "hello"): a name it
     # knows, a code-shaped name, or a software word. Only then is code searched on a hunch.
     about_code: bool = False
 
     @property
     def known(self) -> list[str]:
-        return [*self.named_symbols, *self.found.paths, *self.authors]
+        return [*self.named_symbols, *self.found.paths, *self.authors, *self.project_named]
+
+    @property
+    def project_named(self) -> list[str]:
+        return [self.project] if self.project else []
 
     @property
     def in_scope(self) -> bool:
@@ -205,6 +297,7 @@ def read_entities(question: Question, vocabulary: Vocabulary | None, terms: Repo
                     if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
                 )
         entities.authors = list(question.authors(vocabulary))
+        entities.project = vocabulary.project_named(question.text) or ""
     _weigh_scope(entities, question, terms)
     return entities
 
@@ -212,11 +305,12 @@ def read_entities(question: Question, vocabulary: Vocabulary | None, terms: Repo
 def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> None:
     add = entities.scope_reasons.append
     score = 0.0
+    generic = 0  # software words: about some code, not about which
     mentions, found = entities.mentions, entities.found
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
     written = {m.lower().strip("./") for m in (*mentions.names, *mentions.paths)}
     named_paths = [p for p in found.paths if _written(p, written)]
-    known = entities.named_symbols + named_paths + entities.authors
+    known = entities.named_symbols + named_paths + entities.authors + entities.project_named
     entities.about_code = bool(known or mentions.names or mentions.paths)
     if known:
         score += 2.0
@@ -236,12 +330,16 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         if part in STOPWORDS or form in seen:
             continue
         seen.add(form)
-        if form in SOFTWARE_STEMS or (form in TECHNOLOGY_STEMS and form in terms):
+        capitalised = word[:1].isupper() and word != text[0]
+        if part in SOFTWARE_FORMS or (part in TECHNOLOGY_FORMS and form in terms):
             score += 1.0
+            generic += part in SOFTWARE_FORMS
             strong = entities.about_code = True
             add(f"software word '{part}'")
-        elif form in TECHNOLOGY_STEMS:
-            entities.about_code = True  # about some software; not shown to be this one
+        elif part in TECHNOLOGY_FORMS:
+            # About some software, not shown to be this one: "reset my router".
+            entities.about_code = True
+            unused.append((part, capitalised))
             add(f"technology word '{part}' the repository never names")
         elif weight := terms.weight(part, form):
             score += weight
@@ -249,19 +347,28 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             add(f"repository word '{part}'" + ("" if weight == 1.0 else " (weak)"))
         elif part.isalpha() and len(part) > 2 and not _everyday(part, form):
             # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
-            unused.append((part, word[:1].isupper() and word != text[0]))
+            unused.append((part, capitalised))
     if known or score < 1.0:
         entities.scope = score
         return
-    if not strong:
+    if languages := terms.foreign_languages(question.text):
+        # "let, const and var in JavaScript?" asked of a Python project is about JavaScript.
+        score = 0.9
+        entities.doubt = f"asks about {', '.join(languages)}: no file of the repository is in it"
+    elif not strong:
         # Only everyday words match: "suggest a name for my new kitten".
         score = 0.9
-        add("only everyday words match the repository")
-    elif unused and score < terms.foreign_cost * len(foreign := _foreign(unused, shaped, question)):
+        entities.doubt = "only everyday words match the repository"
+    elif unused and score - generic / 2 < terms.foreign_cost * len(
+        foreign := _foreign(unused, shaped, question)
+    ):
         # Most of what it asks about, the repository never names: a shared "level" does not
-        # make "the boiling point of water at sea level" a question about this repository.
+        # make "the boiling point of water at sea level" a question about this repository, nor
+        # do "settings", words of any software, make "reset my router to factory settings" one.
         score = 0.9
-        add("mostly words the repository never uses: " + ", ".join(foreign[:4]))
+        entities.doubt = "mostly words the repository never uses: " + ", ".join(foreign[:4])
+    if entities.doubt:
+        add(entities.doubt)
     entities.scope = score
 
 

@@ -109,7 +109,8 @@ class Found:
 
 
 class Vocabulary:
-    """The names the memories know: qualified symbols, file paths, and commit authors.
+    """The names the memories know: qualified symbols, file paths, commit authors, and the
+    project's own name (its folder's).
 
     >>> v = Vocabulary(symbols=["click.core.Option", "click.core.Option.get_default"], paths=["src/click/core.py"])
     >>> found = v.find("What does Option.get_default return in core.py?")
@@ -118,11 +119,22 @@ class Vocabulary:
     """
 
     def __init__(
-        self, symbols: Iterable[str] = (), paths: Iterable[str] = (), authors: Iterable[str] = ()
+        self,
+        symbols: Iterable[str] = (),
+        paths: Iterable[str] = (),
+        authors: Iterable[str] = (),
+        project: str = "",
     ) -> None:
         self.symbols = sorted(set(symbols))
         self.paths = sorted(set(paths))
         self.authors = sorted(set(authors))
+        self.project = project
+        # As a whole word, in any case: "where is ky defined?" names the repository `ky`.
+        self._project = (
+            re.compile(rf"(?<![\w.-]){re.escape(project)}(?![\w-])", re.IGNORECASE)
+            if project
+            else None
+        )
         # One entry per symbol, by its last part; a dotted tail filters those (an entry per
         # tail made a large repository's vocabulary several times slower to build).
         self._by_last: dict[str, list[str]] = defaultdict(list)
@@ -139,6 +151,14 @@ class Vocabulary:
             for part in author.split():
                 if len(part) > 2:
                     self._authors.setdefault(part.lower(), author)
+
+    def project_named(self, question: str) -> str | None:
+        """The project's name, if `question` names it.
+
+        >>> Vocabulary(project="ky").project_named("where is Ky defined?")
+        'ky'
+        """
+        return self.project if self._project and self._project.search(question) else None
 
     def author_named(self, word: str) -> str | None:
         """The commit author a word names (a whole name, or a part of one longer than two

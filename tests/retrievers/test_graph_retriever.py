@@ -360,6 +360,8 @@ def test_ruby_php_csharp_and_swift_symbols_are_named_as_their_languages_name_the
         "App.Helpers",
         "lib/app/helpers.rb",
     )
+    _, related = ask(store, "which classes include App::Helpers?")
+    assert symbols(related) == {"App.Base", "App.Application"}
     _, related = ask(store, "who calls App::Base#route?")
     assert symbols(related) == {"App.Application.start"}
     _, related = ask(store, "who calls Helper::go?")

@@ -46,6 +46,10 @@ def test_the_repository_is_as_large_as_a_real_one(selector: ArelaSelector) -> No
         "suggest a name for my new kitten",  # only everyday words match
         "what is the boiling point of water at sea level?",  # "point", "level": mostly foreign
         "when was the Kafka consumer added?",  # a thing it does not know; "consume" is a stem
+        # "settings" is a word of any software: "reset" alone does not make it this one.
+        "how do I reset my router to factory settings?",
+        # Software words by their forms, not their stems: "important" is not "import".
+        "how important is integral calculus?",
     ],
 )
 def test_shared_words_do_not_make_a_question_about_the_repository(
@@ -86,3 +90,38 @@ def test_a_small_repository_is_not_judged_like_a_large_one(tmp_path: Path) -> No
     repo.commit({"queue.py": "def consume(job):\n    return job\n"}, "queue")
     tiny = ArelaSelector(vocabulary_for(repo))
     assert not tiny.route("when does a worker consume the next queued job?").out_of_scope
+
+
+def test_a_question_about_a_language_the_repository_is_not_written_in_is_out_of_scope(
+    selector: ArelaSelector, tmp_path: Path
+) -> None:
+    """Its own words ("offset", "render") do not make a question about JavaScript one about a
+    project with no JavaScript; a project with a script of it answers."""
+    question = "how is the offset rendered in JavaScript?"
+    route = selector.route(question)
+    assert route.out_of_scope and any("JavaScript" in n for n in route.notes), route.notes
+    repo = GitRepo(tmp_path / "with-script")
+    repo.commit(
+        {
+            "src/streams/offset.py": "def render_offset(offset):\n    return str(offset)\n",
+            "web/offset.js": "export function renderOffset(offset) { return `${offset}`; }\n",
+        },
+        "an offset and its page",
+    )
+    assert not ArelaSelector(vocabulary_for(repo)).route(question).out_of_scope
+
+
+def test_a_question_naming_the_project_is_about_it(tmp_path: Path) -> None:
+    """The repository's own name (its folder's) is evidence, however short: "ky" names no file
+    or symbol of ky, but a question about ky is about it."""
+    repo = GitRepo(tmp_path / "ky")
+    repo.commit(
+        {
+            "source/core/request.ts": "export function fetchWithRetry(url: string) {\n  return url;\n}\n"
+        },
+        "the http client",
+    )
+    selector = ArelaSelector(vocabulary_for(repo, project="ky"))
+    route = selector.route("where is ky defined?")
+    assert not route.out_of_scope and route.memories, route.notes
+    assert selector.route("what is the capital of Peru?").out_of_scope

@@ -348,14 +348,16 @@ def build_shop(root: Path) -> GitRepo:
 BUILDERS = {"taskq": build_taskq, "shop": build_shop}
 
 
-def vocabulary_for(repo: GitRepo) -> Vocabulary:
-    """What the memories would know about `repo`: its parsed symbols, paths and commit authors."""
+def vocabulary_for(repo: GitRepo, project: str = "") -> Vocabulary:
+    """What the memories would know about `repo`: its parsed symbols, paths and commit authors
+    (and the project's name, as an index names it by its folder)."""
     scan = scan_repository(repo.root, ArelaConfig())
     symbols = [
         d.qualname for f in scan.files for d in extract_symbols(f, f.read_text()).definitions
     ]
     authors = set(repo.git("log", "--format=%an").split("\n")) - {""}
-    return Vocabulary(symbols=symbols, paths=[f.path for f in scan.files], authors=authors)
+    paths = [f.path for f in scan.files]
+    return Vocabulary(symbols=symbols, paths=paths, authors=authors, project=project)
 
 
 class KeywordRetriever(BaseRetriever):
