@@ -329,7 +329,7 @@ class GraphStore:
         shared = Counter(n for gram in _grams(last) for n in trigrams.get(gram, ()))
         matcher = SequenceMatcher(b=last)
         scored: dict[float, set[str]] = defaultdict(set)
-        for known, _ in shared.most_common(50):
+        for known in _most_shared(shared):
             matcher.set_seq1(known)
             if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
                 score = matcher.ratio()
@@ -539,6 +539,17 @@ class GraphStore:
             if key == "calls" and nodes[v].get("kind") != "external":
                 found[u].append((v, line))
         return found
+
+
+def _most_shared(shared: Counter[str], most: int = 50, ties: int = 500) -> list[str]:
+    """The names sharing most trigrams, and every name tied with the last of them (up to
+    `ties`), by name: a cut inside a tie (`Counter.most_common`'s) keeps names in set order,
+    which differs between runs, so "iteration" found `Iterator` in one run and not the next."""
+    ranked = sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))
+    if len(ranked) <= most:
+        return [name for name, _ in ranked]
+    floor = ranked[most - 1][1]
+    return [name for name, count in ranked[:ties] if count >= floor]
 
 
 def _grams(word: str) -> set[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -164,6 +167,31 @@ def test_names_resolve_by_case_suffix_and_closest_spelling(shop: GraphStore) -> 
     summary, related = ask(shop, "who calls persits?")
     assert summary.node.metadata["symbol"] == "shop.base.persist"
     assert symbols(related) == {"shop.base.Model.save"}
+
+
+def test_a_misspelt_name_is_found_the_same_in_every_run(tmp_path: Path) -> None:
+    """`Iterator` is the closest name to "iteration" among 100 that share as many letters with
+    it: every process finds it, whatever order its sets iterate in (PYTHONHASHSEED)."""
+    tied = "".join(
+        f"def iterat{a}{b}():\n    return 0\n\n\n" for a in "abcdefghjk" for b in "pqrstuvwxy"
+    )
+    files = {"pkg/many.py": tied, "pkg/core.py": "class Iterator:\n    pass\n"}
+    build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    script = (
+        "import sys; from pathlib import Path; from arela_index.stores.graph import GraphStore; "
+        "print(GraphStore.load(Path(sys.argv[1])).find('iteration'))"
+    )
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "graph")],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in range(6)
+    }
+    assert found == {"(['pkg.core.Iterator'], 'closest')"}
 
 
 def test_a_path_in_the_question_scopes_an_ambiguous_name(shop: GraphStore) -> None:
