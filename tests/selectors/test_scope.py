@@ -10,6 +10,7 @@ import pytest
 from support.gitrepo import GitRepo
 from support.routing_repos import vocabulary_for
 
+from arela_index.index import ArelaIndex
 from arela_index.selectors.arela_selector import ArelaSelector
 
 # A stream-processing project the size of a real one (about 2,000 names): its names share
@@ -125,3 +126,8 @@ def test_a_question_naming_the_project_is_about_it(tmp_path: Path) -> None:
     route = selector.route("where is ky defined?")
     assert not route.out_of_scope and route.memories, route.notes
     assert selector.route("what is the capital of Peru?").out_of_scope
+    # An index names its project by the repository's folder.
+    index = ArelaIndex.from_repo(
+        repo.root, persist_dir=str(tmp_path / "index"), offline=True, show_progress=False
+    )
+    assert not index.selector().route("where is ky defined?").out_of_scope
