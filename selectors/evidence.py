@@ -96,7 +96,20 @@ def word_forms(word: str) -> set[str]:
 
 
 SOFTWARE_FORMS = frozenset(f for w in SOFTWARE_WORDS for f in word_forms(w))
-TECHNOLOGY_FORMS = frozenset(f for w in TECHNOLOGY_WORDS for f in word_forms(w))
+
+
+def _stems_by_form(listed: Iterable[str]) -> dict[str, frozenset[str]]:
+    """Each form of the words, and the stems of the words it is a form of: "router" is a form of
+    "route" too, so a repository of routes (`rout`) uses it."""
+    listed = sorted(listed)
+    found: dict[str, set[str]] = {}
+    for word, form_stem in zip(listed, stem(listed), strict=True):
+        for form in word_forms(word):
+            found.setdefault(form, set()).add(form_stem)
+    return {form: frozenset(stems) for form, stems in found.items()}
+
+
+TECHNOLOGY_FORMS = _stems_by_form(TECHNOLOGY_WORDS)
 
 # Programming languages as questions write them: (how, the languages of indexing/languages.py
 # whose files answer for it, the words a repository's own names use for it). Case matters where
@@ -124,6 +137,11 @@ _LANGUAGES = (
     ("Perl", r"\bPerl\b", {"perl"}, ("perl",)),
     ("Elixir", r"\bElixir\b", {"elixir", "erlang"}, ("elixir",)),
     ("SQL", r"\bSQL\b", {"sql"}, ("sql",)),
+)
+# What it is compared with, used with or brought to is not what a question is about: "how is the
+# router different from Rails routing?" asks about this repository's router.
+_COMPARED_TO = re.compile(
+    r"\b(?:than|from|to|with|vs\.?|versus|like|unlike)\s+(?:(?:the|a|an|in)\s+)?$", re.IGNORECASE
 )
 LANGUAGE_NAMES = tuple(
     (name, re.compile(how), frozenset(files), tuple(stem(aliases)))
@@ -213,7 +231,8 @@ class RepoTerms:
         return [
             name
             for name, how, files, aliases in LANGUAGE_NAMES
-            if how.search(text)
+            if (said := how.search(text))
+            and not _COMPARED_TO.search(text, 0, said.start())
             and not files & self.languages
             and not any(a in self.uses for a in aliases)
         ]
@@ -331,7 +350,8 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             continue
         seen.add(form)
         capitalised = word[:1].isupper() and word != text[0]
-        if part in SOFTWARE_FORMS or (part in TECHNOLOGY_FORMS and form in terms):
+        used = form in terms or any(s in terms for s in TECHNOLOGY_FORMS.get(part, ()))
+        if part in SOFTWARE_FORMS or (part in TECHNOLOGY_FORMS and used):
             score += 1.0
             generic += part in SOFTWARE_FORMS
             strong = entities.about_code = True

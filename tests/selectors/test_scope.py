@@ -12,6 +12,7 @@ from support.routing_repos import vocabulary_for
 
 from arela_index.index import ArelaIndex
 from arela_index.selectors.arela_selector import ArelaSelector
+from arela_index.text.entities import Vocabulary
 
 # A stream-processing project the size of a real one (about 2,000 names): its names share
 # "level", "point", "name", "new" and "wait" with everyday English, as real repositories do.
@@ -101,6 +102,9 @@ def test_a_question_about_a_language_the_repository_is_not_written_in_is_out_of_
     question = "how is the offset rendered in JavaScript?"
     route = selector.route(question)
     assert route.out_of_scope and any("JavaScript" in n for n in route.notes), route.notes
+    # A language it is compared with is not what the question is about.
+    compared = selector.route("are offsets committed differently than in Go?")
+    assert not compared.out_of_scope, compared.notes
     repo = GitRepo(tmp_path / "with-script")
     repo.commit(
         {
@@ -131,3 +135,17 @@ def test_a_question_naming_the_project_is_about_it(tmp_path: Path) -> None:
         repo.root, persist_dir=str(tmp_path / "index"), offline=True, show_progress=False
     )
     assert not index.selector().route("where is ky defined?").out_of_scope
+
+
+def test_a_form_of_a_technology_word_the_repository_uses_is_its_own() -> None:
+    """ "router" is a form of "route": in a web framework of routes, "how is the router different
+    from Flask routing?" asks about its routing, not about routers it never names."""
+    names = [
+        f"web.{noun}.{verb}_{noun}_{i}"
+        for noun in ("route", "request", "response", "session")
+        for verb in ("add", "match", "find", "render")
+        for i in range(120)
+    ]
+    selector = ArelaSelector(Vocabulary(symbols=names, paths=["web/route.py"]))
+    route = selector.route("how is the router different from Flask routing?")
+    assert not route.out_of_scope, route.notes
