@@ -11,6 +11,10 @@ from llama_index.core.schema import NodeWithScore
 from support.engine_repos import Indexed, indexed
 
 from arela_index.index import ArelaIndex
+from arela_index.query.grading import RelevanceGrader
+from arela_index.query.loop import QueryLoop
+from arela_index.query.steps import run
+from arela_index.text.question import Question
 
 REPORT = """Jobs that keep failing hang the whole queue since 2.1.0
 
@@ -121,11 +125,6 @@ def test_a_similarity_cutoff_at_the_graders_threshold_keeps_what_was_graded_rele
 def test_nothing_graded_relevant_in_the_code_memory_answers_its_best_files_one_chunk_each(
     index: ArelaIndex,
 ) -> None:
-    from arela_index.query.grading import RelevanceGrader
-    from arela_index.query.loop import QueryLoop
-    from arela_index.query.steps import run
-    from arela_index.text.question import Question
-
     retriever = index.as_retriever()
     # A grade above any reachable: nothing is graded relevant, the best matches stand.
     strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
