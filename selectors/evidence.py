@@ -344,19 +344,19 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     unused: list[tuple[str, bool]] = []  # words the repository never uses, each once
     strong = bool(known or shaped)
     text = words(question.text)
-    pairs = [(w, part) for w in text for part in {w.lower(), *split_identifier(w)}]
+    pairs = [(w, part) for w in text for part in dict.fromkeys((w.lower(), *split_identifier(w)))]
     for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
         if part in STOPWORDS or form in seen:
             continue
         seen.add(form)
         capitalised = word[:1].isupper() and word != text[0]
-        used = form in terms or any(s in terms for s in TECHNOLOGY_FORMS.get(part, ()))
-        if part in SOFTWARE_FORMS or (part in TECHNOLOGY_FORMS and used):
+        technology = TECHNOLOGY_FORMS.get(part)
+        if part in SOFTWARE_FORMS or (technology and any(s in terms for s in {form, *technology})):
             score += 1.0
             generic += part in SOFTWARE_FORMS
             strong = entities.about_code = True
             add(f"software word '{part}'")
-        elif part in TECHNOLOGY_FORMS:
+        elif technology:
             # About some software, not shown to be this one: "reset my router".
             entities.about_code = True
             unused.append((part, capitalised))
