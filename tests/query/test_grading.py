@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from support.engine_repos import Indexed, ScriptedModel, indexed, passages
+from support.engine_repos import Indexed, ScriptedModel, indexed, passages, strict_loop
 from support.fake_ollama import FakeOllama
 from support.routing_repos import memories_for
 
@@ -389,11 +389,9 @@ def test_closest_names_finds_the_typo_among_many_symbols() -> None:
 def test_a_question_in_the_repositorys_own_words_is_answered_though_nothing_graded_relevant(
     index: ArelaIndex,
 ) -> None:
-    retriever = index.as_retriever()
-    # A grade above any reachable: nothing is graded relevant.
-    strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
-    loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
-    nodes, trace = run(loop.steps(Question.read("how does the worker run a job from the queue?")))
+    nodes, trace = run(
+        strict_loop(index).steps(Question.read("how does the worker run a job from the queue?"))
+    )
     assert nodes and not steps(trace, "abstain")
     assert "words the repository uses" in steps(trace, "fallback")[0]["why"]
     # Ungraded, scored by their offline grade: all under the threshold nothing reached.
@@ -402,10 +400,7 @@ def test_a_question_in_the_repositorys_own_words_is_answered_though_nothing_grad
 
 
 def test_a_question_in_words_the_repository_never_uses_still_abstains(index: ArelaIndex) -> None:
-    retriever = index.as_retriever()
-    strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
-    loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
     question = "how does the scheduler queue reconcile helm charts?"
     assert index.selector().route(Question.read(question)).memory_names == ["code"]
-    nodes, trace = run(loop.steps(Question.read(question)))
+    nodes, trace = run(strict_loop(index).steps(Question.read(question)))
     assert nodes == [] and len(steps(trace, "abstain")) == 1

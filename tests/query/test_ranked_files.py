@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 from llama_index.core.schema import NodeWithScore
-from support.engine_repos import Indexed, indexed
+from support.engine_repos import Indexed, indexed, strict_loop
 
 from arela_index.index import ArelaIndex
-from arela_index.query.grading import RelevanceGrader
-from arela_index.query.loop import QueryLoop
 from arela_index.query.steps import run
 from arela_index.text.question import Question
 
@@ -125,14 +123,10 @@ def test_a_similarity_cutoff_at_the_graders_threshold_keeps_what_was_graded_rele
 def test_nothing_graded_relevant_in_the_code_memory_answers_its_best_files_one_chunk_each(
     index: ArelaIndex,
 ) -> None:
-    retriever = index.as_retriever()
-    # A grade above any reachable: nothing is graded relevant, the best matches stand.
-    strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
-    loop = QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
     question = "how does the worker run a job from the queue?"
-    first, _ = retriever.router.retrieve_with_trace(question)
+    first, _ = index.as_retriever().router.retrieve_with_trace(question)
     assert len(files(first)) < len(first)  # the first pass holds two chunks of one file
-    nodes, trace = run(loop.steps(Question.read(question)))
+    nodes, trace = run(strict_loop(index).steps(Question.read(question)))
     assert trace.memory_names == ["code"] and steps(nodes, trace, "fallback")
     # The answer ranks files: as many as it holds nodes, up to top_k.
     assert len(files(nodes)) == len(nodes) == index.config.top_k
