@@ -25,7 +25,8 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]
 # The one stopword list, in tiers. The index drops only the first: bm25s's English list, the
 # stock `BM25Retriever`'s default, so the code memory's index is the one that retriever makes; in
 # code, words like "get", "find" or "show" are parts of names and worth indexing. A question's
-# words drop both tiers: "who", "how", "please" or "tell" name nothing to look for.
+# words drop both tiers: "who", "how", "please" or "tell" name nothing to look for, nor does the
+# "don" of "don't".
 INDEX_STOPWORDS = frozenset(
     """
     a an and are as at be but by for if in into is it no not of on or such that the their
@@ -40,6 +41,7 @@ STOPWORDS = INDEX_STOPWORDS | frozenset(
     our ours out over own same she should so some than theirs them those through too under
     until up us very we were what when where which while who whom why would you your yours
     get gets got tell show find give let please thing things
+    don doesn didn isn aren wasn weren shouldn couldn wouldn haven hasn hadn
     """.split()  # noqa: SIM905
 )
 

@@ -57,6 +57,12 @@ def test_search_terms_are_words_never_syntax() -> None:
         "config",
     ]
     assert search_terms("the of and") == []
+    # What is left of a contraction names nothing: no "doesn" to look for.
+    assert search_terms("why doesn't the worker retry when it isn't told?") == [
+        "worker",
+        "retry",
+        "told",
+    ]
 
 
 def test_one_word_pattern_for_the_index_the_question_and_the_history() -> None:
