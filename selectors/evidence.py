@@ -53,14 +53,15 @@ COMMON_WORDS = frozenset(
     items thing way part form place point case work world good great best little long old right
     big high small large next early young important few public bad same able due pop put top add
     use key map max min one two all any now end old out own way see added adding another other
-    else support happen want need know like look find give tell think try come take keep let seem
-    show mean become leave feel bring begin move live believe hold provide stand lose include
-    continue follow create allow spend offer remember consider appear expect stay reach remain
-    suggest require decide explain instead really actually also still even ever never always
-    often sometimes usually maybe probably quite rather something anything everything nothing
-    someone anyone everyone people person week month today tomorrow yesterday currently wrong
-    better worse easy hard possible different similar whole kind sort lot bit much many more most
-    less least enough several every each both either neither such""".split()  # noqa: SIM905
+    else support happen want need know like look find give tell say said says think try come
+    take keep let seem show mean become leave feel bring begin move live believe hold provide
+    stand lose include continue follow create allow spend offer remember consider appear expect
+    stay reach remain suggest require decide explain instead really actually also still even
+    ever never always often sometimes usually maybe probably quite rather something anything
+    everything nothing someone anyone everyone people person week month today tomorrow yesterday
+    currently wrong better worse easy hard possible different similar whole kind sort lot bit
+    much many more most less least enough several every each both either neither
+    such""".split()  # noqa: SIM905
 )
 COMMON_STEMS = frozenset(stem(COMMON_WORDS))
 
@@ -112,8 +113,9 @@ def _stems_by_form(listed: Iterable[str]) -> dict[str, frozenset[str]]:
 TECHNOLOGY_FORMS = _stems_by_form(TECHNOLOGY_WORDS)
 
 # Programming languages as questions write them: (how, the languages of indexing/languages.py
-# whose files answer for it, the words a repository's own names use for it). Case matters where
-# the name is also an English word ("Go", "Rust", "Swift").
+# whose files answer for it, the words a repository's own names use for it). Questions often
+# write them in lower case ("in java"); case matters only where the name is also an English word
+# ("Go", "Rust", "Swift").
 _LANGUAGES = (
     (
         "JavaScript",
@@ -125,17 +127,17 @@ _LANGUAGES = (
     ("Python", r"(?i:\bpython\b)", {"python", "notebook"}, ("python", "py")),
     ("Go", r"(?<![.!?] )(?<!^)\bGo\b|(?i:\bgolang\b)", {"go"}, ("golang",)),
     ("Rust", r"(?<!^)\bRust\b", {"rust"}, ("rust",)),
-    ("Java", r"\bJava\b", {"java", "kotlin", "scala", "groovy"}, ("java", "jvm")),
+    ("Java", r"(?i:\bjava\b)", {"java", "kotlin", "scala", "groovy"}, ("java", "jvm")),
     ("Kotlin", r"(?i:\bkotlin\b)", {"kotlin", "java"}, ("kotlin",)),
-    ("C++", r"\bC\+\+|(?i:\bcpp\b)", {"cpp", "c"}, ("cpp",)),
-    ("C#", r"\bC#|(?i:\bcsharp\b)|\.NET\b", {"csharp", "fsharp", "vbnet"}, ("csharp", "dotnet")),
-    ("Ruby", r"\bRuby\b|\bRails\b", {"ruby"}, ("ruby", "rails")),
-    ("PHP", r"\bPHP\b", {"php"}, ("php",)),
+    ("C++", r"(?i:\bc\+\+|\bcpp\b)", {"cpp", "c"}, ("cpp",)),
+    ("C#", r"(?i:\bc#|\bcsharp\b)|\.NET\b", {"csharp", "fsharp", "vbnet"}, ("csharp", "dotnet")),
+    ("Ruby", r"(?i:\bruby\b|\brails\b)", {"ruby"}, ("ruby", "rails")),
+    ("PHP", r"(?i:\bphp\b)", {"php"}, ("php",)),
     ("Swift", r"(?<![.!?] )(?<!^)\bSwift\b", {"swift"}, ("swift",)),
-    ("Scala", r"\bScala\b", {"scala"}, ("scala",)),
+    ("Scala", r"(?i:\bscala\b)", {"scala"}, ("scala",)),
     ("Haskell", r"(?i:\bhaskell\b)", {"haskell"}, ("haskell",)),
-    ("Perl", r"\bPerl\b", {"perl"}, ("perl",)),
-    ("Elixir", r"\bElixir\b", {"elixir", "erlang"}, ("elixir",)),
+    ("Perl", r"(?i:\bperl\b)", {"perl"}, ("perl",)),
+    ("Elixir", r"(?i:\belixir\b)", {"elixir", "erlang"}, ("elixir",)),
     ("SQL", r"\bSQL\b", {"sql"}, ("sql",)),
 )
 # What it is compared with, used with or brought to is not what a question is about: "how is the
@@ -169,8 +171,11 @@ class RepoTerms:
         names: int = 0,
         people: Iterable[str] = (),
         languages: Iterable[str] = (),
+        spelt: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.uses = dict(uses)
+        # The words behind each stem: "integral" shares only `integr` with `integrate`.
+        self.spelt = {form: frozenset(spelling) for form, spelling in (spelt or {}).items()}
         self.names = names
         # Authors' names count as the repository's words, but are no part of its code's names
         # (`in`): masked as a name, "what did dependabot change?" would lose its history cue.
@@ -197,9 +202,12 @@ class RepoTerms:
         uses: Counter[str] = Counter()
         for parts in names:
             uses.update({stems[p] for p in parts if p in stems})
+        spelt: dict[str, set[str]] = {}
+        for part, form in stems.items():
+            spelt.setdefault(form, set()).add(part)
         people = {w.lower() for author in vocabulary.authors for w in words(author)}
         languages = {lang for path in vocabulary.paths if (lang := detect_language(path))}
-        return cls(uses, len(names), (p for p in people if len(p) > 2), languages)
+        return cls(uses, len(names), (p for p in people if len(p) > 2), languages, spelt)
 
     def __contains__(self, form: object) -> bool:
         return form in self.uses
@@ -207,8 +215,13 @@ class RepoTerms:
     def __or__(self, more: Iterable[str]) -> RepoTerms:
         """These terms and the words `more` (a tool's own description), each used in full."""
         uses = Counter(self.uses)
-        uses.update({form: self._in_passing + 1 for form in stem(w.lower() for w in more)})
-        return RepoTerms(uses, self.names, self.people, self.languages)
+        lower = [w.lower() for w in more]
+        forms = dict(zip(lower, stem(lower), strict=True))
+        uses.update(dict.fromkeys(forms.values(), self._in_passing + 1))
+        spelt = {form: set(spelling) for form, spelling in self.spelt.items()}
+        for word, form in forms.items():
+            spelt.setdefault(form, set()).add(word)
+        return RepoTerms(uses, self.names, self.people, self.languages, spelt)
 
     @property
     def _in_passing(self) -> int:
@@ -223,7 +236,16 @@ class RepoTerms:
             return 1.0
         if not uses:
             return 0.0
-        return 0.5 if _everyday(word, form) or uses <= self._in_passing else 1.0
+        weak = _everyday(word, form) or uses <= self._in_passing or self._derived(word, form)
+        return 0.5 if weak else 1.0
+
+    def _derived(self, word: str, form: str) -> bool:
+        """Whether `word` shares only its Snowball stem with the repository's words, none being a
+        form of another: "integral" with `integrate`, "general" with `generate`."""
+        spelling = self.spelt.get(form, ())
+        return bool(spelling) and not any(
+            word in word_forms(own) or own in word_forms(word) for own in spelling
+        )
 
     def foreign_languages(self, text: str) -> list[str]:
         """The programming languages `text` names that the repository has no file in and whose
@@ -240,9 +262,9 @@ class RepoTerms:
     @property
     def foreign_cost(self) -> float:
         """What a word the repository never uses counts against a question being about it. The
-        larger the repository, the likelier it names what it is about: absent from 10,000 names,
-        a word weighs about as much as a matched one; absent from 30, about a third."""
-        return min(1.0, math.log10(1 + self.names) / 4)
+        larger the repository, the likelier it names what it is about: absent from 3,000 names,
+        a word weighs as much as a matched one; absent from 30, under half as much."""
+        return min(1.0, math.log10(1 + self.names) / 3.5)
 
 
 def _foreign(unused: list[tuple[str, bool]], shaped: list[str], question: Question) -> list[str]:
@@ -342,7 +364,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
     seen: set[str] = set()
     unused: list[tuple[str, bool]] = []  # words the repository never uses, each once
-    strong = bool(known or shaped)
+    shared: list[str] = []  # its words the repository's names use in full
     text = words(question.text)
     pairs = [(w, part) for w in text for part in dict.fromkeys((w.lower(), *split_identifier(w)))]
     for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
@@ -354,7 +376,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         if part in SOFTWARE_FORMS or (technology and any(s in terms for s in {form, *technology})):
             score += 1.0
             generic += part in SOFTWARE_FORMS
-            strong = entities.about_code = True
+            entities.about_code = True
             add(f"software word '{part}'")
         elif technology:
             # About some software, not shown to be this one: "reset my router".
@@ -363,7 +385,8 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             add(f"technology word '{part}' the repository never names")
         elif weight := terms.weight(part, form):
             score += weight
-            strong = strong or weight == 1.0
+            if weight == 1.0:
+                shared.append(part)
             add(f"repository word '{part}'" + ("" if weight == 1.0 else " (weak)"))
         elif part.isalpha() and len(part) > 2 and not _everyday(part, form):
             # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
@@ -371,17 +394,25 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     if known or score < 1.0:
         entities.scope = score
         return
+    foreign = _foreign(unused, shaped, question)
+    against = terms.foreign_cost * len(foreign)
     if languages := terms.foreign_languages(question.text):
         # "let, const and var in JavaScript?" asked of a Python project is about JavaScript.
         score = 0.9
         entities.doubt = f"asks about {', '.join(languages)}: no file of the repository is in it"
-    elif not strong:
-        # Only everyday words match: "suggest a name for my new kitten".
+    elif not entities.about_code and len(shared) <= against:
+        # Naming no code and using no software word, it needs more of the repository's own words
+        # than words the repository never uses: everyday words match any repository ("suggest a
+        # name for my new kitten"), and one word can by chance ("the difference between a stream
+        # and a river", asked of a streaming tool); "when was the discount added?" is its own.
         score = 0.9
-        entities.doubt = "only everyday words match the repository"
-    elif unused and score - generic / 2 < terms.foreign_cost * len(
-        foreign := _foreign(unused, shaped, question)
-    ):
+        entities.doubt = (
+            f"it names no code, and shares {', '.join(shared)} with the repository but not "
+            + ", ".join(foreign[:4])
+            if shared
+            else "only everyday words match the repository"
+        )
+    elif unused and score - generic / 2 < against:
         # Most of what it asks about, the repository never names: a shared "level" does not
         # make "the boiling point of water at sea level" a question about this repository, nor
         # do "settings", words of any software, make "reset my router to factory settings" one.

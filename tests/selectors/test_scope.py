@@ -52,6 +52,10 @@ def test_the_repository_is_as_large_as_a_real_one(selector: ArelaSelector) -> No
         "how do I reset my router to factory settings?",
         # Software words by their forms, not their stems: "important" is not "import".
         "how important is integral calculus?",
+        # Its own words by their forms too: "serial" shares only a stem with `serializer`.
+        "what is the serial number of my laptop?",
+        # Naming no code, one word of its own ("sink") against two it never uses.
+        "what is a good name for a new kitchen sink in the bathroom?",
     ],
 )
 def test_shared_words_do_not_make_a_question_about_the_repository(
@@ -71,11 +75,20 @@ def test_shared_words_do_not_make_a_question_about_the_repository(
         "who wrote the watermark code, Ada?",  # an author
         # A name written as code, even one it lacks: the query loop looks for near misses.
         "what does read_ofset_level do?",
+        "when was the sink added?",  # one word of its own, and nothing it never uses
+        "how does the serializer encode a record?",
     ],
 )
 def test_a_question_about_the_repository_is_routed(selector: ArelaSelector, question: str) -> None:
     route = selector.route(question)
     assert not route.out_of_scope and route.memories, route.notes
+
+
+def test_an_abstention_says_which_words_are_the_repository_s_and_which_are_not(
+    selector: ArelaSelector,
+) -> None:
+    route = selector.route("what is a good name for a new kitchen sink in the bathroom?")
+    assert any("sink" in n and "kitchen" in n and "bathroom" in n for n in route.notes), route.notes
 
 
 def test_the_selector_matches_words_by_the_index_stems(selector: ArelaSelector) -> None:
@@ -102,6 +115,7 @@ def test_a_question_about_a_language_the_repository_is_not_written_in_is_out_of_
     question = "how is the offset rendered in JavaScript?"
     route = selector.route(question)
     assert route.out_of_scope and any("JavaScript" in n for n in route.notes), route.notes
+    assert selector.route("how are offsets committed in java?").out_of_scope  # as often written
     # A language it is compared with is not what the question is about.
     compared = selector.route("are offsets committed differently than in Go?")
     assert not compared.out_of_scope, compared.notes
