@@ -262,9 +262,9 @@ class RepoTerms:
     @property
     def foreign_cost(self) -> float:
         """What a word the repository never uses counts against a question being about it. The
-        larger the repository, the likelier it names what it is about: absent from 3,000 names,
-        a word weighs as much as a matched one; absent from 30, under half as much."""
-        return min(1.0, math.log10(1 + self.names) / 3.5)
+        larger the repository, the likelier it names what it is about: absent from 10,000 names,
+        a word weighs about as much as a matched one; absent from 30, about a third."""
+        return min(1.0, math.log10(1 + self.names) / 4)
 
 
 def _foreign(unused: list[tuple[str, bool]], shaped: list[str], question: Question) -> list[str]:
