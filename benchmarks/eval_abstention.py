@@ -3,18 +3,23 @@ abstentions on out-of-scope questions, asked of the same real repositories.
 
     python benchmarks/eval_abstention.py /work/shared/eval/sweqa-public.jsonl \\
         [/work/shared/eval/swebench-lite-public.jsonl ...] [--repos-dir /work/repos]
-        [--index-name .arela-main] [--out-of-scope benchmarks/questions_out_of_scope.jsonl]
+        [--index-name .arela-main] [--out-of-scope benchmarks/questions_out_of_scope.jsonl ...]
+        [--list-heldout]
 
 Every question of the public sets is in scope (it is about its checkout: `repo@sha8` under
 `--repos-dir`, indexed into `--index-name`); the out-of-scope questions (general knowledge, some
 written for the routing tests and benchmarks here, the rest never tuned on) are asked of each
-checkout the sets use (at most `--checkouts` of them). Targets (issue 15.3): false abstention
+checkout the sets use (at most `--checkouts` of them). Two out-of-scope sets by default: 101
+written here, and 150 (`questions_out_of_scope_blind.jsonl`) written by someone who had seen
+neither the system nor the first set, as users type (lower case, no question mark, other tools,
+everyday words that are also software words: "how do I test a smoke detector"). Targets (issue 15.3): false abstention
 ≤ 3% of in-scope questions, out-of-scope abstention ≥ 95%. Offline, through
 `ArelaIndex.as_retriever()`; an empty answer is an abstention.
 
-The out-of-scope set is split like eval_corpus.py's: a question is in the tune half when the first
-byte of sha256(id) is even, else held out. Scope weights are tuned on the tune half only; both
-halves are printed (`--half` asks only one).
+Each out-of-scope set is split like eval_corpus.py's: a question is in the tune half when the
+first byte of sha256(id) is even, else held out. Scope weights are tuned on the tune halves only;
+both halves' figures are printed (`--half` asks only one), but the held-out questions answered are
+listed only with `--list-heldout`: once read, they are tuning data.
 """
 
 from __future__ import annotations
@@ -35,10 +40,15 @@ def main() -> None:
     parser.add_argument("sets", nargs="+", type=Path, help="public question sets, JSONL")
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
     parser.add_argument("--index-name", default=".arela-main")
-    parser.add_argument("--out-of-scope", type=Path, default=HERE / "questions_out_of_scope.jsonl")
+    parser.add_argument("--out-of-scope", type=Path, action="append", help="OOS sets, JSONL")
     parser.add_argument("--checkouts", type=int, default=6, help="checkouts asked the OOS set")
     parser.add_argument("--half", choices=("tune", "heldout", "all"), default="all")
+    parser.add_argument("--list-heldout", action="store_true", help="list held-out answers too")
     args = parser.parse_args()
+    sets = args.out_of_scope or [
+        HERE / "questions_out_of_scope.jsonl",
+        HERE / "questions_out_of_scope_blind.jsonl",
+    ]
 
     by_checkout: dict[str, list[dict]] = {}
     for path in args.sets:
@@ -47,8 +57,13 @@ def main() -> None:
                 q = json.loads(line)
                 name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
                 by_checkout.setdefault(name, []).append(q)
-    foreign = [json.loads(x) for x in args.out_of_scope.read_text().splitlines() if x.strip()]
-    foreign = [f for f in foreign if args.half in ("all", half(f["id"]))]
+    foreign = [
+        (path.stem, json.loads(line))
+        for path in sets
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+    foreign = [(s, f) for s, f in foreign if args.half in ("all", half(f["id"]))]
     # The checkouts with most questions first: one per repository before a second of any.
     order = sorted(by_checkout, key=lambda n: -len(by_checkout[n]))
     seen: set[str] = set()
@@ -57,7 +72,8 @@ def main() -> None:
 
     in_scope = Counter()
     wrongly: list[str] = []
-    oos: Counter[str] = Counter()
+    oos: Counter[tuple[str, str]] = Counter()
+    abstained: Counter[tuple[str, str]] = Counter()
     answered: list[str] = []
     for name in order:
         retriever = ArelaIndex.load(args.repos_dir / name / args.index_name, offline=True)
@@ -68,12 +84,13 @@ def main() -> None:
                 in_scope["abstained"] += 1
                 wrongly.append(f"{q['id']}: {q['question'][:100]!r}")
         if name in oos_checkouts:
-            for f in foreign:
-                oos[half(f["id"])] += 1
-                if retriever.retrieve(f["question"]):
-                    answered.append(f"{name}: {f['id']} {f['question']!r} ({half(f['id'])})")
-                else:
-                    oos[half(f["id"]) + " abstained"] += 1
+            for source, f in foreign:
+                key = (source, half(f["id"]))
+                oos[key] += 1
+                if not retriever.retrieve(f["question"]):
+                    abstained[key] += 1
+                elif key[1] == "tune" or args.list_heldout:
+                    answered.append(f"{name}: {f['id']} {f['question']!r} ({key[1]})")
     print(
         f"in scope      {in_scope['asked']} questions on {len(order)} checkouts: false "
         f"abstention {in_scope['abstained'] / in_scope['asked']:.1%} "
@@ -84,12 +101,9 @@ def main() -> None:
     print(
         f"out of scope  {len(foreign)} questions × {len(oos_checkouts)} checkouts ({', '.join(oos_checkouts)})"
     )
-    for h in ("tune", "heldout"):
-        if oos[h]:
-            abstained = oos[h + " abstained"]
-            print(
-                f"  {h:8}    abstained {abstained / oos[h]:.1%} ({abstained}/{oos[h]}; target ≥ 95%)"
-            )
+    for key in sorted(oos):
+        share = f"{abstained[key] / oos[key]:.1%} ({abstained[key]}/{oos[key]}; target ≥ 95%)"
+        print(f"  {key[0] + ', ' + key[1]:38} abstained {share}")
     for line in answered:
         print(f"  answered    {line}")
 
