@@ -365,6 +365,9 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     seen: set[str] = set()
     unused: list[tuple[str, bool]] = []  # words the repository never uses, each once
     shared: list[str] = []  # its words the repository's names use in full
+    # Code it names, or a software word: evidence beyond shared words (a technology word the
+    # repository never names is not: "reset my router" is about some software, not this one).
+    coded = bool(known or shaped)
     text = words(question.text)
     pairs = [(w, part) for w in text for part in dict.fromkeys((w.lower(), *split_identifier(w)))]
     for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
@@ -376,7 +379,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         if part in SOFTWARE_FORMS or (technology and any(s in terms for s in {form, *technology})):
             score += 1.0
             generic += part in SOFTWARE_FORMS
-            entities.about_code = True
+            coded = entities.about_code = True
             add(f"software word '{part}'")
         elif technology:
             # About some software, not shown to be this one: "reset my router".
@@ -400,7 +403,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         # "let, const and var in JavaScript?" asked of a Python project is about JavaScript.
         score = 0.9
         entities.doubt = f"asks about {', '.join(languages)}: no file of the repository is in it"
-    elif not entities.about_code and len(shared) <= against:
+    elif not coded and len(shared) <= against:
         # Naming no code and using no software word, it needs more of the repository's own words
         # than words the repository never uses: everyday words match any repository ("suggest a
         # name for my new kitten"), and one word can by chance ("the difference between a stream
