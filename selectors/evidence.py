@@ -241,7 +241,7 @@ class RepoTerms:
 
     def _derived(self, word: str, form: str) -> bool:
         """Whether `word` shares only its Snowball stem with the repository's words, none being a
-        form of another: "integral" with `integrate`, "general" with `generate`."""
+        form of another: "integral" with `integrate`, "serial" with `serializer`."""
         spelling = self.spelt.get(form, ())
         return bool(spelling) and not any(
             word in word_forms(own) or own in word_forms(word) for own in spelling
