@@ -1,9 +1,10 @@
 """What a question names that the repository knows, and whether it is about the repository at all.
 
 Entity evidence feeds every stage: a known symbol makes a factual question read the graph too,
-a capitalised author name is a history cue, and a question that names nothing the repository
-knows and uses no software word, or asks mostly about what the repository never names (another
-programming language, a product, a technology it does not use), is out of scope.
+a capitalised author name is a history cue, and a question is out of scope when it names no
+code and uses no software word yet shares no more words with the repository than it uses words
+the repository never does, or asks mostly about what the repository never names (another
+programming language, a product, a technology it does not use).
 """
 
 from __future__ import annotations
@@ -157,12 +158,17 @@ class RepoTerms:
     each; and its authors' names.
 
     A question's word whose stem the repository uses is evidence that the question is about the
-    repository: fully, or half when it is an everyday word ("name", "new") or one the repository
-    uses only in passing (in fewer than one name in a thousand: a `windows.py` among 10,000).
+    repository: fully, or half when it is an everyday word ("name", "new"), one the repository
+    uses only in passing (in fewer than one name in a thousand: a `windows.py` among 10,000), or
+    one that shares only the stem of its words ("integral", `integrate`).
 
     >>> terms = RepoTerms.read(Vocabulary(symbols=["q.consume", "q.jobs.new_job"], paths=["q/jobs.py"]))
-    >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka")], terms.foreign_languages("jobs in Go?")
-    ([1.0, 1.0, 0.5, 0.0], ['Go'])
+    >>> [terms.weight(w) for w in ("consumed", "job", "new", "kafka", "consumption")]
+    [1.0, 1.0, 0.5, 0.0, 0.0]
+    >>> RepoTerms.read(Vocabulary(symbols=["calc.integrate"])).weight("integral")
+    0.5
+    >>> terms.foreign_languages("jobs in Go?")
+    ['Go']
     """
 
     def __init__(
