@@ -32,7 +32,10 @@ def _module_names() -> list[str]:
 @pytest.mark.parametrize("name", _module_names())
 def test_docstring_examples_show_what_they_say(name: str) -> None:
     module = importlib.import_module(name)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    # verbose=False: left unset, doctest turns verbose when "-v" is on the command line (`pytest
+    # -v`), and its "Trying:" lines would read as failures.
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    runner = doctest.DocTestRunner(verbose=False, optionflags=flags)
     failed: list[str] = []
     for test in doctest.DocTestFinder(exclude_empty=True).find(module, name):
         runner.run(test, out=failed.append)
