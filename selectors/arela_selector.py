@@ -8,7 +8,7 @@ fails to produce a route: stage 3's failures fall back to the best answer of sta
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
@@ -103,6 +103,7 @@ class ArelaSelector(BaseSelector):
         embed_model: BaseEmbedding | None = None,
         confidence_threshold: float = 0.6,
         llm_cooldown: float = 30.0,
+        written: Callable[[str], int] | None = None,
     ) -> None:
         unknown = sorted(set(available) - set(MEMORIES))
         if unknown:
@@ -116,7 +117,13 @@ class ArelaSelector(BaseSelector):
         self.vocabulary = vocabulary
         self.available = tuple(m for m in MEMORIES if m in set(available))
         self.confidence_threshold = confidence_threshold
-        self._terms = RepoTerms.read(vocabulary) if vocabulary is not None else RepoTerms({})
+        # `written`: how many chunks of the repository's text use a word (ArelaIndex passes the
+        # code memory's counts); what a question is about may be written there, if in no name.
+        self._terms = (
+            RepoTerms.read(vocabulary, written)
+            if vocabulary is not None
+            else RepoTerms({}, written=written)
+        )
         self._prototypes = Prototypes(embed_model=embed_model)
         self._prompt: BasePromptTemplate = DEFAULT_PROMPT
         self._llm = LLMStage(llm, self._prompt, llm_cooldown) if llm is not None else None

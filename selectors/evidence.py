@@ -4,7 +4,8 @@ Entity evidence feeds every stage: a known symbol makes a factual question read 
 a capitalised author name is a history cue, and a question is out of scope when it names no
 code and uses no software word yet shares no more words with the repository than it uses words
 the repository never does, or asks mostly about what the repository never names (another
-programming language, a product, a technology it does not use).
+programming language, a product, a technology it does not use). What a question is about, its
+rarest word in English, weighs more: a large repository that never uses it is not the subject.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+
+from wordfreq import zipf_frequency
 
 from arela_index.indexing.languages import detect_language
 from arela_index.text.entities import Found, Mentions, Vocabulary
@@ -146,6 +149,12 @@ _LANGUAGES = (
 _COMPARED_TO = re.compile(
     r"\b(?:than|from|to|with|vs\.?|versus|like|unlike)\s+(?:(?:the|a|an|in)\s+)?$", re.IGNORECASE
 )
+# The thing a question compares with is not its topic: "how is the router different from Flask
+# routing?" is about the router.
+_COMPARED_WITH = re.compile(
+    r"\b(?:than|from|vs\.?|versus|like|unlike|compared (?:to|with))\s+(?:(?:the|a|an)\s+)?(\w+)",
+    re.IGNORECASE,
+)
 LANGUAGE_NAMES = tuple(
     (name, re.compile(how), frozenset(files), tuple(stem(aliases)))
     for name, how, files, aliases in _LANGUAGES
@@ -169,6 +178,9 @@ class RepoTerms:
     0.5
     >>> terms.foreign_languages("jobs in Go?")
     ['Go']
+
+    `written` counts the chunks of its text (code, comments, docs) that use a word: what a
+    question is about may be there though no name uses it.
     """
 
     def __init__(
@@ -178,8 +190,10 @@ class RepoTerms:
         people: Iterable[str] = (),
         languages: Iterable[str] = (),
         spelt: Mapping[str, Iterable[str]] | None = None,
+        written: Callable[[str], int] | None = None,
     ) -> None:
         self.uses = dict(uses)
+        self.written = written or (lambda _: 0)
         # The words behind each stem: "integral" shares only `integr` with `integrate`.
         self.spelt = {form: frozenset(spelling) for form, spelling in (spelt or {}).items()}
         self.names = names
@@ -189,7 +203,7 @@ class RepoTerms:
         self.languages = frozenset(languages)  # of its files (indexing/languages.py)
 
     @classmethod
-    def read(cls, vocabulary: Vocabulary) -> RepoTerms:
+    def read(cls, vocabulary: Vocabulary, written: Callable[[str], int] | None = None) -> RepoTerms:
         names = [
             [p for piece in name.replace("/", ".").split(".") for p in split_identifier(piece)]
             for name in vocabulary.symbols
@@ -213,7 +227,8 @@ class RepoTerms:
             spelt.setdefault(form, set()).add(part)
         people = {w.lower() for author in vocabulary.authors for w in words(author)}
         languages = {lang for path in vocabulary.paths if (lang := detect_language(path))}
-        return cls(uses, len(names), (p for p in people if len(p) > 2), languages, spelt)
+        named = (p for p in people if len(p) > 2)
+        return cls(uses, len(names), named, languages, spelt, written)
 
     def __contains__(self, form: object) -> bool:
         return form in self.uses
@@ -227,7 +242,7 @@ class RepoTerms:
         spelt = {form: set(spelling) for form, spelling in self.spelt.items()}
         for word, form in forms.items():
             spelt.setdefault(form, set()).add(word)
-        return RepoTerms(uses, self.names, self.people, self.languages, spelt)
+        return RepoTerms(uses, self.names, self.people, self.languages, spelt, self.written)
 
     @property
     def _in_passing(self) -> int:
@@ -272,13 +287,33 @@ class RepoTerms:
         a word weighs about as much as a matched one; absent from 30, about a third."""
         return min(1.0, math.log10(1 + self.names) / 4)
 
+    @property
+    def topic_cost(self) -> float:
+        """What the question's topic (its rarest word) counts against it besides, when neither
+        the repository's names nor its text use it: twice more from 5,000 names up, next to
+        nothing in a small repository, whose few names leave unsaid much of what it does."""
+        return 2 * min(1.0, self.names / 5000)
+
 
 def _foreign(unused: list[tuple[str, bool]], shaped: list[str], question: Question) -> list[str]:
     """The words it asks about that the repository never uses, a name it does not know twice;
     not the parts of a name it writes ("send_email") nor a time it names ("in June 2024")."""
-    own = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
-    own |= {w.lower() for _, match in question.time.found for w in words(match.group(0))}
+    own = _own(shaped) | {w.lower() for _, m in question.time.found for w in words(m.group(0))}
     return [part for part, name in unused if part not in own for _ in range(1 + name)]
+
+
+def _own(shaped: Iterable[str]) -> set[str]:
+    """The words of the names a question writes, whole and in parts."""
+    return {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
+
+
+def topic(parts: Iterable[str]) -> str | None:
+    """The word a question is about: its rarest in English, as a person skimming it would pick.
+
+    >>> topic(["how", "does", "photosynthesis", "work", "simple", "terms"])
+    'photosynthesis'
+    """
+    return min(parts, key=lambda part: zipf_frequency(part, "en"), default=None)
 
 
 def _written(path: str, written: set[str]) -> bool:
@@ -369,6 +404,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         score += 1.0
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
     seen: set[str] = set()
+    asked: list[str] = []  # its words, each once
     unused: list[tuple[str, bool]] = []  # words the repository never uses, each once
     shared: list[str] = []  # its words the repository's names use in full
     # Code it names, or a software word: evidence beyond shared words (a technology word the
@@ -380,6 +416,8 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         if part in STOPWORDS or form in seen:
             continue
         seen.add(form)
+        if part.isalpha() and len(part) > 2:
+            asked.append(part)
         capitalised = word[:1].isupper() and word != text[0]
         technology = TECHNOLOGY_FORMS.get(part)
         if part in SOFTWARE_FORMS or (technology and any(s in terms for s in {form, *technology})):
@@ -405,6 +443,14 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         return
     foreign = _foreign(unused, shaped, question)
     against = terms.foreign_cost * len(foreign)
+    own = _own(shaped) | {m.group(1).lower() for m in _COMPARED_WITH.finditer(question.text)}
+    about = topic(p for p in asked if p not in own)
+    if about in foreign and not terms.written(about):
+        # What it is about, the repository never names nor writes: "how does photosynthesis
+        # work, in simple terms?" shares "simple" and "terms" with a documentation tool of
+        # 11,000 names. ("colours" of a plotting library are in its docs, if in no name.)
+        against += terms.topic_cost
+        foreign = [about, *(f for f in foreign if f != about)]
     if languages := terms.foreign_languages(question.text):
         # "let, const and var in JavaScript?" asked of a Python project is about JavaScript.
         score = 0.9

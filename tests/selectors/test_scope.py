@@ -165,3 +165,64 @@ def test_a_form_of_a_technology_word_the_repository_uses_is_its_own() -> None:
     selector = ArelaSelector(Vocabulary(symbols=names, paths=["web/route.py"]))
     route = selector.route("how is the router different from Flask routing?")
     assert not route.out_of_scope, route.notes
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        # Three words of its own against one it never uses, but that one is what it is about.
+        ("how do I track, record and split my marathon times?", "marathon"),
+        ("how do I encode and decode a batch of hieroglyphs?", "hieroglyphs"),
+        ("can I store and load a checkpoint of my dishwasher cycle?", "dishwasher"),
+    ],
+)
+def test_a_question_about_what_a_large_repository_never_names_is_out_of_scope(
+    selector: ArelaSelector, question: str, topic: str
+) -> None:
+    """What a question is about is its rarest word; a repository of thousands of names that
+    never uses it is not what the question is about, whatever everyday words they share."""
+    route = selector.route(question)
+    assert route.out_of_scope and route.memories == [], route.notes
+    assert any(topic in n for n in route.notes), route.notes
+
+
+def test_what_the_repository_s_text_writes_about_is_its_own(selector: ArelaSelector) -> None:
+    """A topic no name uses but its docs or comments do ("marathon" in a README) is the
+    repository's: ArelaIndex hands the selector its code memory's counts."""
+    assert selector.vocabulary is not None
+    chunks = {"marathon": 2}
+    written = ArelaSelector(selector.vocabulary, written=lambda w: chunks.get(w, 0))
+    route = written.route("how do I track, record and split my marathon times?")
+    assert not route.out_of_scope and "code" in route.memory_names, route.notes
+
+
+def test_an_index_gives_the_selector_what_its_text_writes(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "plots")
+    repo.commit(
+        {
+            "README.md": "# plots\n\nEach category gets its own colours from the palette.\n",
+            "plots/palette.py": "def pick_palette(n):\n    return list(range(n))\n",
+        },
+        "palettes",
+    )
+    index = ArelaIndex.from_repo(
+        repo.root, persist_dir=str(tmp_path / "index"), offline=True, show_progress=False
+    )
+    assert index.term_weights.count("colours") >= 1
+    assert index.term_weights.count("photosynthesis") == 0
+
+
+def test_a_small_repository_need_not_name_what_a_question_is_about(tmp_path: Path) -> None:
+    """A few dozen names leave unsaid much of what a repository does: "restarts" is the topic,
+    and a job queue of a few files never names it."""
+    repo = GitRepo(tmp_path / "jobs")
+    repo.commit(
+        {
+            "jobs/queue.py": "def enqueue_job(job):\n    return job\n\ndef store_jobs(jobs):\n"
+            "    return jobs\n",
+            "jobs/worker.py": "def run_worker(queue):\n    return queue\n",
+        },
+        "a job queue",
+    )
+    route = ArelaSelector(vocabulary_for(repo)).route("how are jobs stored between restarts?")
+    assert not route.out_of_scope and "code" in route.memory_names, route.notes
