@@ -332,7 +332,7 @@ class ArelaIndex:
             available=self.available_memories(),
             llm=self._llm(self.config.router_model, self.config.router_timeout),
             embed_model=self.embed_model,
-            written=self.term_weights.count,
+            written=self.term_weights.share,
         )
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> ArelaRetriever:

@@ -103,7 +103,7 @@ class ArelaSelector(BaseSelector):
         embed_model: BaseEmbedding | None = None,
         confidence_threshold: float = 0.6,
         llm_cooldown: float = 30.0,
-        written: Callable[[str], int] | None = None,
+        written: Callable[[str], float] | None = None,
     ) -> None:
         unknown = sorted(set(available) - set(MEMORIES))
         if unknown:
@@ -117,8 +117,8 @@ class ArelaSelector(BaseSelector):
         self.vocabulary = vocabulary
         self.available = tuple(m for m in MEMORIES if m in set(available))
         self.confidence_threshold = confidence_threshold
-        # `written`: how many chunks of the repository's text use a word (ArelaIndex passes the
-        # code memory's counts); what a question is about may be written there, if in no name.
+        # `written`: the share of the repository's chunks that use a word (ArelaIndex passes the
+        # code memory's counts): a question's word may be the repository's though no name uses it.
         self._terms = (
             RepoTerms.read(vocabulary, written)
             if vocabulary is not None

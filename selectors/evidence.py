@@ -4,8 +4,9 @@ Entity evidence feeds every stage: a known symbol makes a factual question read 
 a capitalised author name is a history cue, and a question is out of scope when it names no
 code and uses no software word yet shares no more words with the repository than it uses words
 the repository never does, or asks mostly about what the repository never names (another
-programming language, a product, a technology it does not use). What a question is about, its
-rarest word in English, weighs more: a large repository that never uses it is not the subject.
+programming language, a product, a technology it does not use). A word its text (code, comments,
+docs) uses often is its own though no name uses it. What a question is about, its rarest word in
+English, weighs more: a large repository that never uses it is not the subject.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ COMMON_WORDS = frozenset(
     such""".split()  # noqa: SIM905
 )
 COMMON_STEMS = frozenset(stem(COMMON_WORDS))
+# The share of its chunks that makes a word the repository's own though no name uses it.
+WRITTEN = 1 / 200
 
 
 def word_forms(word: str) -> set[str]:
@@ -179,8 +182,9 @@ class RepoTerms:
     >>> terms.foreign_languages("jobs in Go?")
     ['Go']
 
-    `written` counts the chunks of its text (code, comments, docs) that use a word: what a
-    question is about may be there though no name uses it.
+    `written` tells the share of the chunks of its text (code, comments, docs) that use a word:
+    one used in at least one chunk in 200 is the repository's though no name uses it (hiredis
+    writes of its "asynchronous API"), and what a question is about may be written there.
     """
 
     def __init__(
@@ -190,10 +194,10 @@ class RepoTerms:
         people: Iterable[str] = (),
         languages: Iterable[str] = (),
         spelt: Mapping[str, Iterable[str]] | None = None,
-        written: Callable[[str], int] | None = None,
+        written: Callable[[str], float] | None = None,
     ) -> None:
         self.uses = dict(uses)
-        self.written = written or (lambda _: 0)
+        self.written = written or (lambda _: 0.0)
         # The words behind each stem: "integral" shares only `integr` with `integrate`.
         self.spelt = {form: frozenset(spelling) for form, spelling in (spelt or {}).items()}
         self.names = names
@@ -203,7 +207,9 @@ class RepoTerms:
         self.languages = frozenset(languages)  # of its files (indexing/languages.py)
 
     @classmethod
-    def read(cls, vocabulary: Vocabulary, written: Callable[[str], int] | None = None) -> RepoTerms:
+    def read(
+        cls, vocabulary: Vocabulary, written: Callable[[str], float] | None = None
+    ) -> RepoTerms:
         names = [
             [p for piece in name.replace("/", ".").split(".") for p in split_identifier(piece)]
             for name in vocabulary.symbols
@@ -420,7 +426,10 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             asked.append(part)
         capitalised = word[:1].isupper() and word != text[0]
         technology = TECHNOLOGY_FORMS.get(part)
-        if part in SOFTWARE_FORMS or (technology and any(s in terms for s in {form, *technology})):
+        if part in SOFTWARE_FORMS or (
+            technology
+            and (any(s in terms for s in {form, *technology}) or terms.written(part) >= WRITTEN)
+        ):
             score += 1.0
             generic += part in SOFTWARE_FORMS
             coded = entities.about_code = True
@@ -441,7 +450,8 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     if known or score < 1.0:
         entities.scope = score
         return
-    foreign = _foreign(unused, shaped, question)
+    # A word its text uses often is its own, not foreign, though no name uses it.
+    foreign = [f for f in _foreign(unused, shaped, question) if terms.written(f) < WRITTEN]
     against = terms.foreign_cost * len(foreign)
     own = _own(shaped) | {m.group(1).lower() for m in _COMPARED_WITH.finditer(question.text)}
     about = topic(p for p in asked if p not in own)

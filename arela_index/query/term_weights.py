@@ -40,13 +40,15 @@ class TermWeights:
         """The words' stems as the code memory's BM25 index has them."""
         return stem(w.lower() for w in words)
 
-    def count(self, word: str) -> int:
-        """How many chunks use the word's stem (0 when there is no code memory to count in).
+    def share(self, word: str) -> float:
+        """The share of chunks that use the word's stem (0 when there is no code memory).
 
-        >>> TermWeights({"queue": 4}.get, documents=10).count("queues")
-        4
+        >>> TermWeights({"queue": 4}.get, documents=10).share("queues")
+        0.4
         """
-        return self._frequency(self.stems([word])[0]) or 0
+        if self.documents <= 0:
+            return 0.0
+        return (self._frequency(self.stems([word])[0]) or 0) / self.documents
 
     def weight(self, word: str) -> float:
         """BM25's idf of the word's stem; unknown words weigh as if in no chunk at all."""
