@@ -301,16 +301,22 @@ class RepoTerms:
         return 2 * min(1.0, self.names / 5000)
 
 
-def _foreign(unused: list[tuple[str, bool]], shaped: list[str], question: Question) -> list[str]:
+def _not_asked(shaped: Iterable[str], question: Question) -> set[str]:
+    """Words a question writes but does not ask about: the parts of a name it writes
+    ("send_email") and a time it names ("in June 2024")."""
+    own = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
+    return own | {w.lower() for _, m in question.time.found for w in words(m.group(0))}
+
+
+def _foreign(unused: list[tuple[str, bool]], not_asked: set[str], terms: RepoTerms) -> list[str]:
     """The words it asks about that the repository never uses, a name it does not know twice;
-    not the parts of a name it writes ("send_email") nor a time it names ("in June 2024")."""
-    own = _own(shaped) | {w.lower() for _, m in question.time.found for w in words(m.group(0))}
-    return [part for part, name in unused if part not in own for _ in range(1 + name)]
-
-
-def _own(shaped: Iterable[str]) -> set[str]:
-    """The words of the names a question writes, whole and in parts."""
-    return {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
+    not one its text uses often though no name does."""
+    return [
+        part
+        for part, name in unused
+        if part not in not_asked and terms.written(part) < WRITTEN
+        for _ in range(1 + name)
+    ]
 
 
 def topic(parts: Iterable[str]) -> str | None:
@@ -456,11 +462,11 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     if known or score < 1.0:
         entities.scope = score
         return
-    # A word its text uses often is its own, not foreign, though no name uses it.
-    foreign = [f for f in _foreign(unused, shaped, question) if terms.written(f) < WRITTEN]
+    not_asked = _not_asked(shaped, question)
+    foreign = _foreign(unused, not_asked, terms)
     against = terms.foreign_cost * len(foreign)
-    own = _own(shaped) | {m.group(1).lower() for m in _COMPARED_WITH.finditer(question.text)}
-    about = topic(p for p in asked if p not in own)
+    not_asked |= {m.group(1).lower() for m in _COMPARED_WITH.finditer(question.text)}
+    about = topic(p for p in asked if p not in not_asked)
     if about in foreign and not terms.written(about):
         # What it is about, the repository never names nor writes: "how does photosynthesis
         # work, in simple terms?" shares "simple" and "terms" with a documentation tool of

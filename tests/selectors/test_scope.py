@@ -221,20 +221,32 @@ def test_words_written_in_passing_are_not_the_repository_s(selector: ArelaSelect
     assert rare.route("why does heavy backpressure stall the flush?").out_of_scope
 
 
-def test_an_index_gives_the_selector_what_its_text_writes(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "plots")
+def test_an_index_s_selector_reads_what_its_text_writes(tmp_path: Path) -> None:
+    """Its README's "backpressure" and "stall" are the repository's though no name uses them;
+    the same vocabulary without its text would put the question out of scope."""
+    repo = GitRepo(tmp_path / "streams")
     repo.commit(
         {
-            "README.md": "# plots\n\nEach category gets its own colours from the palette.\n",
-            "plots/palette.py": "def pick_palette(n):\n    return list(range(n))\n",
+            "README.md": "# streams\n\nUnder heavy backpressure a flush can stall: the sink "
+            "waits until the backpressure eases.\n",
+            **{
+                f"streams/{part}.py": "".join(
+                    f"def {verb}_{part}(value):\n    return value\n\n"
+                    for verb in ("open", "close", "flush", "read", "write")
+                )
+                for part in ("sink", "source", "batch", "record", "window", "offset")
+            },
         },
-        "palettes",
+        "streams",
     )
     index = ArelaIndex.from_repo(
         repo.root, persist_dir=str(tmp_path / "index"), offline=True, show_progress=False
     )
-    assert index.term_weights.share("colours") > 0
-    assert index.term_weights.share("photosynthesis") == 0
+    question = "why does heavy backpressure stall the flush?"
+    route = index.selector().route(question)
+    assert not route.out_of_scope and "code" in route.memory_names, route.notes
+    assert ArelaSelector(index.vocabulary).route(question).out_of_scope
+    assert index.selector().route("why does heavy rain stall the traffic?").out_of_scope
 
 
 def test_a_small_repository_need_not_name_what_a_question_is_about(tmp_path: Path) -> None:
