@@ -17,8 +17,9 @@ _QUOTED = re.compile(r"""(?<![\w])["']([\w./:-]{2,120})["'](?![\w])""")
 _PATHLIKE = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])"
 )
-# `a.b`, and the other languages' separators read as dots: `Sinatra::Base#route`, `Sink::matched`.
-_DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:(?:\.|::|#)[A-Za-z_]\w*)+)(?:\(\))?")
+# `a.b`, and the other languages' separators read as dots: `Sinatra::Base#route`, `Sink::matched`;
+# not "e.g." nor "i.e.".
+_DOTTED = re.compile(r"\b(?!(?:e\.g|i\.e)\b)([A-Za-z_]\w*(?:(?:\.|::|#)[A-Za-z_]\w*)+)(?:\(\))?")
 _SEPARATOR = re.compile(r"::|#")
 _WORD = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(\(\))?")
 

@@ -20,6 +20,10 @@ from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
 
 T = TypeVar("T")
 
+# A name given as an example of what is asked about, not the thing asked about.
+_EXAMPLE = re.compile(
+    r"\b(?:like|e\.g\.,?|such as|for (?:example|instance),?|say)\s+[`'\"]?([\w.:/-]+)", re.I
+)
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
 _LAYOUT = str.maketrans("", "", "\n\t")  # the control characters a question may keep
@@ -157,9 +161,16 @@ class Question:
     # Read when first asked for (routing alone needs neither), then kept.
     @cached_property
     def names(self) -> tuple[str, ...]:
-        names = [n.rsplit(".", 1)[-1].lower() for n in self.mentions.names]
+        """The names a node answering it must mention: not a number ("HTTP/3"), nor a name it
+        gives as an example ("accessors like `ds.geo.something`")."""
+        examples = {m.group(1) for m in _EXAMPLE.finditer(self.text)}
+        names = [
+            n.rsplit(".", 1)[-1].lower()
+            for n in self.mentions.names
+            if not any(e.startswith(n) for e in examples)
+        ]
         names += [p.rsplit("/", 1)[-1].lower() for p in self.mentions.paths]
-        return tuple(dict.fromkeys(n for n in names if n))
+        return tuple(dict.fromkeys(n for n in names if any(c.isalpha() for c in n)))
 
     @cached_property
     def terms(self) -> tuple[str, ...]:

@@ -197,6 +197,25 @@ def test_a_name_nothing_mentions_ends_in_abstention_that_says_so(index: ArelaInd
     )
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how are cron expressions parsed, e.g. every_monday_9am?",  # an example, not its subject
+        "how are cron expressions like `every_monday_9am` parsed?",
+        "can the scheduler parse cron/5 expressions?",  # a number is no name to look for
+    ],
+)
+def test_a_name_written_as_an_example_or_a_number_is_not_looked_for(
+    index: ArelaIndex, question: str
+) -> None:
+    kept, trace = index.as_retriever().retrieve_with_trace(question)
+    assert "taskq.scheduler.parse_cron" in symbols(kept), trace.steps
+    assert not steps(trace, "abstain")
+    # Asked about, the same name is looked for, and nothing mentions it.
+    kept, trace = index.as_retriever().retrieve_with_trace("how is every_monday_9am parsed?")
+    assert kept == [] and "`every_monday_9am`" in steps(trace, "abstain")[0]["why"]
+
+
 def test_a_question_the_repository_cannot_answer_is_abstained_after_other_memories(
     index: ArelaIndex,
 ) -> None:

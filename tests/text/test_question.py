@@ -41,3 +41,14 @@ def test_authors_are_people_the_question_writes_as_names() -> None:
     assert Question.read("what did Jane change?").authors(FLASK) == ()
     retry = Question.read("what did David Lord change in 2009?").rewritten("sessions")
     assert retry.authors(FLASK) == ("David Lord",)
+
+
+def test_the_names_an_answer_must_mention_are_the_ones_asked_about() -> None:
+    assert Question.read("who calls `Option.get_default`?").names == ("get_default",)
+    # Examples and numbers are no names to look for; "e.g." is no dotted name.
+    assert Question.read("how are accessors like ds.geo.area registered?").names == ()
+    assert Question.read("how are names parsed, e.g. `foo_bar`?").names == ()
+    assert Question.read("does it serve HTTP/3?").names == ()
+    assert Question.read("what does parse_config do, e.g. on a bad path?").names == (
+        "parse_config",
+    )
