@@ -6,7 +6,8 @@ code and uses no software word yet shares no more words with the repository than
 the repository never does, or asks mostly about what the repository never names (another
 programming language, a product, a technology it does not use). A word its text (code, comments,
 docs) uses often is its own though no name uses it. What a question is about, its rarest word in
-English, weighs more: a large repository that never uses it is not the subject.
+English or else the rarest the repository never writes, weighs more: a large repository that never
+uses it is not the subject.
 """
 
 from __future__ import annotations
@@ -295,9 +296,9 @@ class RepoTerms:
 
     @property
     def topic_cost(self) -> float:
-        """What the question's topic (its rarest word) counts against it besides, when neither
-        the repository's names nor its text use it: twice more from 5,000 names up, next to
-        nothing in a small repository, whose few names leave unsaid much of what it does."""
+        """What the question's topic counts against it besides, when neither the repository's
+        names nor its text use it: twice more from 5,000 names up, next to nothing in a small
+        repository, whose few names leave unsaid much of what it does."""
         return 2 * min(1.0, self.names / 5000)
 
 
@@ -466,11 +467,18 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     foreign = _foreign(unused, not_asked, terms)
     against = terms.foreign_cost * len(foreign)
     not_asked |= {m.group(1).lower() for m in _COMPARED_WITH.finditer(question.text)}
+    # The words the repository neither names nor writes anywhere. The question is about its
+    # rarest word; failing that, about the rarest English word of these: regex is rarer than
+    # highway, but "how to merge onto the highway safely as a new driver" is about the highway.
+    absent = [f for f in dict.fromkeys(foreign) if f not in not_asked and not terms.written(f)]
     about = topic(p for p in asked if p not in not_asked)
-    if about in foreign and not terms.written(about):
-        # What it is about, the repository never names nor writes: "how does photosynthesis
-        # work, in simple terms?" shares "simple" and "terms" with a documentation tool of
-        # 11,000 names. ("colours" of a plotting library are in its docs, if in no name.)
+    if about not in absent:
+        about = topic(f for f in absent if zipf_frequency(f, "en", wordlist="small") > 0)
+    if about:
+        # A large repository that never writes what a question is about is not its subject:
+        # "how does photosynthesis work, in simple terms?" shares "simple" and "terms" with a
+        # documentation tool of 11,000 names. ("colours" of a plotting library are in its docs,
+        # if in no name.) A word English does not know (a typo, a product) is left out.
         against += terms.topic_cost
         foreign = [about, *(f for f in foreign if f != about)]
     if languages := terms.foreign_languages(question.text):
