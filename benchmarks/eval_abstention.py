@@ -3,23 +3,25 @@ abstentions on out-of-scope questions, asked of the same real repositories.
 
     python benchmarks/eval_abstention.py /work/shared/eval/sweqa-public.jsonl \\
         [/work/shared/eval/swebench-lite-public.jsonl ...] [--repos-dir /work/repos]
-        [--in-scope benchmarks/questions_in_scope_blind.jsonl] [--index-name .arela-main]
+        [--in-scope benchmarks/questions_in_scope_blind.jsonl ...] [--index-name .arela-main]
         [--out-of-scope benchmarks/questions_out_of_scope.jsonl ...] [--list-heldout]
 
 Every question of the public sets is in scope: it is about its checkout, `repo@sha8` under
-`--repos-dir`, indexed into `--index-name`. So are those of `--in-scope` sets, whose checkouts are
-not asked the out-of-scope questions: `questions_in_scope_blind.jsonl` holds 120 asked of 15
-repositories of 10 languages by someone who read them but not this system, mostly in plain words
-("how are cookies kept between requests?") where the public sets name code; clone each `repo` at
-its `base_commit` into `--repos-dir` as `name@sha8`.
+`--repos-dir`, indexed into `--index-name`. So are those of `--in-scope` sets, written by people
+who read the repositories but not this system, mostly in plain words ("how are cookies kept
+between requests?") where the public sets name code: `questions_in_scope_blind.jsonl`, 120 asked
+of 15 repositories of 10 languages, and `questions_in_scope_blind2.jsonl`, 120 asked of the
+public sets' six checkouts (large repositories, where a shared word proves least). Clone each
+`repo` at its `base_commit` into `--repos-dir` as `name@sha8`.
 
 The out-of-scope questions are asked of the public sets' checkouts (at most `--checkouts` of
-them). Two sets by default: 101 written here (some for the routing tests and benchmarks), and
-150 (`questions_out_of_scope_blind.jsonl`) written by someone who had seen neither the system nor
-the first set, as users type (lower case, no question mark, other tools, everyday words that are
-also software words: "how do I test a smoke detector"). Targets (issue 15.3): false abstention
-≤ 3% of in-scope questions, out-of-scope abstention ≥ 95%. Offline, through
-`ArelaIndex.as_retriever()`; an empty answer is an abstention.
+them). Three sets by default: 101 written here (some for the routing tests and benchmarks), and
+two written by people who had seen neither the system nor the sets before theirs, as users type
+(lower case, no question mark, other tools, everyday words that are also software words): 150
+(`questions_out_of_scope_blind.jsonl`: "how do I test a smoke detector") and 160
+(`questions_out_of_scope_blind2.jsonl`). Targets (issue 15.3): false abstention ≤ 3% of in-scope
+questions, out-of-scope abstention ≥ 95%. Offline, through `ArelaIndex.as_retriever()`; an empty
+answer is an abstention.
 
 Each set is split like eval_corpus.py's: a question is in the tune half when the first byte of
 sha256(id) is even, else held out. Scope weights are tuned on the tune halves only; both halves'
@@ -61,6 +63,7 @@ def main() -> None:
     sets = args.out_of_scope or [
         HERE / "questions_out_of_scope.jsonl",
         HERE / "questions_out_of_scope_blind.jsonl",
+        HERE / "questions_out_of_scope_blind2.jsonl",
     ]
 
     by_checkout: dict[str, list[tuple[str, dict]]] = {}
