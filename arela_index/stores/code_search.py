@@ -25,6 +25,7 @@ from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
 from arela_index.stores.decisions import is_adr
+from arela_index.text.entities import extract_mentions
 from arela_index.text.tokens import index_terms, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
@@ -49,6 +50,10 @@ _KINDS = r"class(?:es)?|functions?|methods?|modules?|cases?|files?|suites?"
 _NAMES_TESTS = re.compile(
     rf"\b[Tt]ests?[ _-]?(?:{_KINDS})\b|\btest_\w+ (?:{_KINDS})\b|\btests\b|\bTests?[A-Z]\w*|\w+Tests\b"
 )
+# The compound names of a question ranked on their own, and the chunks each ranks: beyond the
+# first few, a pasted report's names are its own code's.
+NAMES_RANKED = 5
+NAMED_CHUNKS = 10
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _NAMES = "names.json"  # beside each bm25s index: its documents' names (chunk ids, paths), in order
 _PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
@@ -397,9 +402,10 @@ class CodeSearch:
 
     def rank(self, question: str, candidates: int, source_first: bool | None = None) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
-        files (a ranked file's best chunk enters even when the chunk ranking missed it); a long
-        question, or any when `source_first`, ranks chunks of prose, configuration and tests
-        lower (`source_first=False`: never)."""
+        files (a ranked file's best chunk enters even when the chunk ranking missed it), plus
+        their rank among the chunks holding a name the question writes or a file its traceback
+        ran through; a long question, or any when `source_first`, ranks chunks of prose,
+        configuration and tests lower (`source_first=False`: never)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -420,6 +426,9 @@ class CodeSearch:
                 fused[chunk] = 1 / (RRF_K + files[file])
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
             fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
+        for ranking in self._named(question):
+            for rank, chunk in enumerate(ranking.tolist()):
+                fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         if source_first is None:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
         if source_first:
@@ -465,6 +474,24 @@ class CodeSearch:
                         named.setdefault(found[0], None)
                     break
         return np.fromiter(named, dtype=np.int64, count=len(named))
+
+    def _named(self, question: str) -> list[np.ndarray]:
+        """For each compound name the question writes (`--hls-live-restart`, `parse_config`),
+        the chunks holding every part of it, best first: a name's parts are rare together, and
+        the question's other words ("what does … do, and which streams does it work with?")
+        would outrank the option's definition."""
+        rankings = []
+        for name in extract_mentions(question).names[:NAMES_RANKED]:
+            # As code spells it where it is defined: `job.run` is `run`, `Option.get_default` is
+            # `get_default`.
+            parts = set(index_terms(name.rsplit(".", 1)[-1]))
+            found = set(self._sparse.term_ids(parts))
+            if len(parts) < 2 or len(found) < len(parts):  # one word, or a part never written
+                continue
+            holding = np.logical_and.reduce([self._sparse.chunk_scores([p]) > 0 for p in found])
+            scores = np.where(holding, self._sparse.chunk_scores(list(found)), 0.0)
+            rankings.append(top(scores, NAMED_CHUNKS))
+        return rankings
 
     @cached_property
     def _by_name(self) -> dict[str, list[int]]:

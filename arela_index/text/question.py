@@ -165,7 +165,7 @@ class Question:
         gives as an example ("accessors like `ds.geo.something`")."""
         examples = {m.group(1) for m in _EXAMPLE.finditer(self.text)}
         names = [
-            n.rsplit(".", 1)[-1].lower()
+            n.rsplit(".", 1)[-1].lower().lstrip("-")  # `--hls-live-restart`: "hls-live-restart"
             for n in self.mentions.names
             if not any(e.startswith(n) for e in examples)
         ]

@@ -260,3 +260,30 @@ def test_a_question_about_code_ranks_its_tests_lower_unless_it_names_a_test(
     assert first("how can backoff delays and jitter be refactored to ease testing?") == (
         "src/jobrunner/retry.py"
     )
+
+
+def test_an_option_the_question_names_ranks_where_it_is_defined(tmp_path: Path) -> None:
+    """Its other words ("which streams does it work with?") are all over the docs; only the
+    chunk holding every part of `--live-restart` defines it."""
+    options = [
+        f"{kind}-{what}"
+        for kind in ("player", "stream", "segment", "output", "retry", "record", "http", "hls")
+        for what in ("args", "timeout", "threads", "delay", "attempts", "path", "queue", "edge")
+    ] + ["live-restart"]
+    args = "def add_options(parser):\n" + "".join(
+        f'    parser.add_argument("--{o}", help="{o.replace("-", " ")} of the live output.")\n'
+        for o in options
+    )
+    docs = {
+        f"docs/{site}.md": f"# {site}\n\nWhich streams does it work with? Live {site} streams "
+        "work with most players. What does the player do when a stream ends? It stops.\n"
+        for site in ("players", "twitch", "youtube", "hls", "dash", "http")
+    }
+    repo = GitRepo(tmp_path / "streamer")
+    repo.commit({"streamer/cli/args.py": args, **docs}, "streamer")
+    index = ArelaIndex.from_repo(
+        repo.root, persist_dir=str(tmp_path / "index"), offline=True, show_progress=False
+    )
+    question = "What does `--live-restart` do, and which streams does it work with?"
+    hits = index.code_retriever(top_k=3).retrieve(question)
+    assert "--live-restart" in hits[0].node.get_content(), [h.node.metadata for h in hits]

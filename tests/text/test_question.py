@@ -45,6 +45,8 @@ def test_authors_are_people_the_question_writes_as_names() -> None:
 
 def test_the_names_an_answer_must_mention_are_the_ones_asked_about() -> None:
     assert Question.read("who calls `Option.get_default`?").names == ("get_default",)
+    # An option as its code names it, with or without the dashes of the command line.
+    assert Question.read("what does `--live-restart` do?").names == ("live-restart",)
     # Examples and numbers are no names to look for; "e.g." is no dotted name.
     assert Question.read("how are accessors like ds.geo.area registered?").names == ()
     assert Question.read("how are names parsed, e.g. `foo_bar`?").names == ()
