@@ -488,9 +488,9 @@ class CodeSearch:
             found = set(self._sparse.term_ids(parts))
             if len(parts) < 2 or len(found) < len(parts):  # one word, or a part never written
                 continue
-            holding = np.logical_and.reduce([self._sparse.chunk_scores([p]) > 0 for p in found])
-            scores = np.where(holding, self._sparse.chunk_scores(list(found)), 0.0)
-            rankings.append(top(scores, NAMED_CHUNKS))
+            each = [self._sparse.chunk_scores([p]) for p in found]  # BM25 sums over terms
+            holding = np.logical_and.reduce([scores > 0 for scores in each])
+            rankings.append(top(np.where(holding, np.sum(each, axis=0), 0.0), NAMED_CHUNKS))
         return rankings
 
     @cached_property

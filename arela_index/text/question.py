@@ -163,11 +163,11 @@ class Question:
     def names(self) -> tuple[str, ...]:
         """The names a node answering it must mention: not a number ("HTTP/3"), nor a name it
         gives as an example ("accessors like `ds.geo.something`")."""
-        examples = {m.group(1) for m in _EXAMPLE.finditer(self.text)}
+        examples = {m.group(1).rstrip(".:/-") for m in _EXAMPLE.finditer(self.text)}
         names = [
             n.rsplit(".", 1)[-1].lower().lstrip("-")  # `--hls-live-restart`: "hls-live-restart"
             for n in self.mentions.names
-            if not any(e.startswith(n) for e in examples)
+            if n not in examples
         ]
         names += [p.rsplit("/", 1)[-1].lower() for p in self.mentions.paths]
         return tuple(dict.fromkeys(n for n in names if any(c.isalpha() for c in n)))
