@@ -326,13 +326,15 @@ def topic(parts: Iterable[str]) -> str | None:
     >>> topic(["how", "does", "photosynthesis", "work", "simple", "terms"])
     'photosynthesis'
     """
-    # The small list (words above one in a million) loads in milliseconds, the large one in a
-    # seventh of a second: a first question's latency. Of words rarer still, the longest.
-    return min(
-        parts,
-        key=lambda part: (zipf_frequency(part, "en", wordlist="small"), -len(part)),
-        default=None,
-    )
+    # Of words rarer than the list holds, the longest.
+    return min(parts, key=lambda part: (_zipf(part), -len(part)), default=None)
+
+
+def _zipf(word: str) -> float:
+    """How common `word` is in English, log10 per billion words; 0 when rarer than one in a
+    million. The small list loads in milliseconds, the large one in a seventh of a second: a
+    first question's latency."""
+    return zipf_frequency(word, "en", wordlist="small")
 
 
 def _written(path: str, written: set[str]) -> bool:
@@ -473,7 +475,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     absent = [f for f in dict.fromkeys(foreign) if f not in not_asked and not terms.written(f)]
     about = topic(p for p in asked if p not in not_asked)
     if about not in absent:
-        about = topic(f for f in absent if zipf_frequency(f, "en", wordlist="small") > 0)
+        about = topic(f for f in absent if _zipf(f) > 0)
     if about:
         # A large repository that never writes what a question is about is not its subject:
         # "how does photosynthesis work, in simple terms?" shares "simple" and "terms" with a
