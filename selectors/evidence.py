@@ -7,7 +7,9 @@ the repository never does, or asks mostly about what the repository never names 
 programming language, a product, a technology it does not use). A word its text (code, comments,
 docs) uses often is its own though no name uses it. What a question is about, its rarest word in
 English or else the rarest the repository never writes, weighs more: a large repository that never
-uses it is not the subject.
+uses it is not the subject. Some evidence says only that a question is about software, or about
+someone: a technology word the repository writes but is not about ("regex" in a linter), a
+product's name written like code ("WordPress"), a committer's name alone ("Bell").
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ COMMON_WORDS = frozenset(
 COMMON_STEMS = frozenset(stem(COMMON_WORDS))
 # The share of its chunks that makes a word the repository's own though no name uses it.
 WRITTEN = 1 / 200
+# The share of its names or chunks that makes a technology word what the repository is about: a
+# web server's "port", not the "regex" that any large repository writes now and then.
+OWN_TECHNOLOGY = 1 / 50
 
 
 def word_forms(word: str) -> set[str]:
@@ -275,6 +280,15 @@ class RepoTerms:
             word in word_forms(own) or own in word_forms(word) for own in spelling
         )
 
+    def owns(self, word: str, forms: Iterable[str]) -> bool:
+        """Whether a technology word (`forms`: its stems and those of the words it is a form
+        of) is one the repository is about: one name in 50, or one chunk of its text in 50, uses
+        it."""
+        return (
+            max(self.uses.get(form, 0) for form in forms) >= OWN_TECHNOLOGY * self.names
+            or self.written(word) >= OWN_TECHNOLOGY
+        )
+
     def foreign_languages(self, text: str) -> list[str]:
         """The programming languages `text` names that the repository has no file in and whose
         names it never uses (sphinx's `sphinx.domains.javascript` answers for JavaScript)."""
@@ -340,6 +354,11 @@ def _zipf(word: str) -> float:
 def _written(path: str, written: set[str]) -> bool:
     lower = path.lower()
     return any(lower.endswith(w) or PurePosixPath(lower).stem == w for w in written if w)
+
+
+def _product(name: str) -> bool:
+    """Whether a name shaped like code is a product's that English writes ("WordPress")."""
+    return name.isalpha() and _zipf(name.lower()) > 0
 
 
 def _everyday(word: str, form: str) -> bool:
@@ -408,19 +427,22 @@ def read_entities(question: Question, vocabulary: Vocabulary | None, terms: Repo
 def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> None:
     add = entities.scope_reasons.append
     score = 0.0
-    generic = 0  # software words: about some code, not about which
+    generic = 0  # software words, and technology words it does not own: about code, not which
     mentions, found = entities.mentions, entities.found
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
     written = {m.lower().strip("./") for m in (*mentions.names, *mentions.paths)}
     named_paths = [p for p in found.paths if _written(p, written)]
     known = entities.named_symbols + named_paths + entities.authors + entities.project_named
-    entities.about_code = bool(known or mentions.names or mentions.paths)
+    # A name written as code is about code even when the repository does not know it: the query
+    # loop looks for near misses ("parse_crn") and abstains when there is none. A product's name
+    # that English writes as one word ("WordPress", "PayPal") is a thing it may be about, but no
+    # code.
+    shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
+    code_shaped = [n for n in shaped if not _product(n)]
+    entities.about_code = bool(known or code_shaped)
     if known:
         score += 2.0
         add("names " + ", ".join(f"`{k}`" for k in known[:3]))
-    # A name written as code is about code even when the repository does not know it: the query
-    # loop looks for near misses ("parse_crn") and abstains when there is none.
-    shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
     if shaped and not known:
         score += 1.0
         add("code-shaped names " + ", ".join(f"`{n}`" for n in shaped[:3]))
@@ -430,7 +452,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     shared: list[str] = []  # its words the repository's names use in full
     # Code it names, or a software word: evidence beyond shared words (a technology word the
     # repository never names is not: "reset my router" is about some software, not this one).
-    coded = bool(known or shaped)
+    coded = bool(known or code_shaped)
     text = words(question.text)
     pairs = [(w, part) for w in text for part in dict.fromkeys((w.lower(), *split_identifier(w)))]
     for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
@@ -446,7 +468,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             and (any(s in terms for s in {form, *technology}) or terms.written(part) >= WRITTEN)
         ):
             score += 1.0
-            generic += part in SOFTWARE_FORMS
+            generic += part in SOFTWARE_FORMS or not terms.owns(part, {form, *(technology or ())})
             coded = entities.about_code = True
             add(f"software word '{part}'")
         elif technology:
@@ -462,7 +484,9 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         elif part.isalpha() and len(part) > 2 and not _everyday(part, form):
             # A name it does not know ("Kafka", "Colorado") is a thing outside the repository.
             unused.append((part, capitalised))
-    if known or score < 1.0:
+    # An author's name is no proof on its own: "who invented the telephone, Bell or Meucci?"
+    # names a committer called Bell, and asks mostly what the repository never mentions.
+    if (known and known != entities.authors) or score < 1.0:
         entities.scope = score
         return
     not_asked = _not_asked(shaped, question)

@@ -270,3 +270,37 @@ def test_a_small_repository_need_not_name_what_a_question_is_about(tmp_path: Pat
     )
     route = ArelaSelector(vocabulary_for(repo)).route("how are jobs stored between restarts?")
     assert not route.out_of_scope and "code" in route.memory_names, route.notes
+
+
+@pytest.mark.parametrize(
+    ("share", "out_of_scope"),
+    [(0.01, True), (0.05, False)],
+)
+def test_a_technology_word_written_in_passing_says_only_that_a_question_is_about_software(
+    selector: ArelaSelector, share: float, out_of_scope: bool
+) -> None:
+    """A large repository writes "regex" here and there (pylint, one chunk in a hundred): it says
+    a question is about some software, not this one, unless the repository is about regexes (one
+    chunk in 50 and more), and two words of its own do not outweigh the parcel it never names."""
+    assert selector.vocabulary is not None
+    written = ArelaSelector(selector.vocabulary, written=lambda w: share if w == "regex" else 0.0)
+    route = written.route("regex to verify and split a parcel")
+    assert route.out_of_scope is out_of_scope, route.notes
+
+
+def test_an_author_s_name_alone_does_not_make_a_question_about_the_repository(
+    selector: ArelaSelector,
+) -> None:
+    """A committer named Lovelace does not make "who invented the telephone, Lovelace or
+    Meucci?" a question about the repository; naming her with its own words does."""
+    route = selector.route("who actually invented the telephone, Lovelace or Meucci?")
+    assert route.out_of_scope, route.notes
+    assert not selector.route("what did Lovelace change in the watermark?").out_of_scope
+
+
+def test_a_product_s_name_is_not_code(selector: ArelaSelector) -> None:
+    """ "WordPress" is written like code, but English writes it: a question about a page of a
+    WordPress site is not about the repository, while a misspelt name of its code still is."""
+    route = selector.route("how do I add a new WordPress page?")
+    assert route.out_of_scope, route.notes
+    assert not selector.route("how do I add a new read_ofset_level?").out_of_scope
