@@ -112,6 +112,19 @@ def word_forms(word: str) -> set[str]:
 SOFTWARE_FORMS = frozenset(f for w in SOFTWARE_WORDS for f in word_forms(w))
 
 
+# British spellings and their American forms, which most code is written in.
+_AMERICAN = tuple(
+    (re.compile(british), american)
+    for british, american in (
+        (r"(?<=[a-z][a-z])our(?=s?$|ed$|ing$|ful$|ite$|ites$|able$)", "or"),  # colour, behaviour
+        (r"(?<=[a-z][a-z])is(?=e$|es$|ed$|ing$|er$|ers$|ation$|ations$)", "iz"),  # initialise
+        (r"(?<=[a-z][a-z])ys(?=e$|es$|ed$|ing$)", "yz"),  # analyse
+        (r"(?<=[a-z][a-z])tre(?=s?$)", "ter"),  # centre
+        (r"(?<=[a-z][a-z])ence(?=s?$)", "ense"),  # licence, defence
+    )
+)
+
+
 def _stems_by_form(listed: Iterable[str]) -> dict[str, frozenset[str]]:
     """Each form of the words, and the stems of the words it is a form of: "router" is a form of
     "route" too, so a repository of routes (`rout`) uses it."""
@@ -153,6 +166,7 @@ _LANGUAGES = (
     ("Elixir", r"(?i:\belixir\b)", {"elixir", "erlang"}, ("elixir",)),
     ("SQL", r"\bSQL\b", {"sql"}, ("sql",)),
 )
+_HYPHENATED = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
 # What it is compared with, used with or brought to is not what a question is about: "how is the
 # router different from Rails routing?" asks about this repository's router.
 _COMPARED_TO = re.compile(
@@ -289,6 +303,24 @@ class RepoTerms:
             or self.written(word) >= OWN_TECHNOLOGY
         )
 
+    def spelling(self, word: str, form: str) -> tuple[str, str]:
+        """`word` (and its stem) as the repository spells it: the American spelling when its
+        names use only that, or its text writes that more ("colours" in a library of
+        `color_palette`).
+
+        >>> RepoTerms.read(Vocabulary(symbols=["plot.color_palette"])).spelling("colours", "colour")
+        ('colors', 'color')
+        """
+        if self.uses.get(form):
+            return word, form
+        for british, american in _AMERICAN:
+            spelt = british.sub(american, word)
+            if spelt != word and (
+                (own := stem([spelt])[0]) in self.uses or self.written(spelt) > self.written(word)
+            ):
+                return spelt, own
+        return word, form
+
     def foreign_languages(self, text: str) -> list[str]:
         """The programming languages `text` names that the repository has no file in and whose
         names it never uses (sphinx's `sphinx.domains.javascript` answers for JavaScript)."""
@@ -418,6 +450,14 @@ def read_entities(question: Question, vocabulary: Vocabulary | None, terms: Repo
                     for s in vocabulary.symbols_named(word)
                     if s.rsplit(".", 1)[-1] == word and s not in entities.named_symbols
                 )
+        # A compound written with hyphens may be what code writes as one word ("group-by" for
+        # `groupby`); one English writes ("set-up") is English.
+        for compound in _HYPHENATED.findall(question.text):
+            joined = compound.replace("-", "").lower()
+            if not _zipf(joined):
+                entities.named_symbols.extend(
+                    s for s in vocabulary.symbols_named(joined) if s not in entities.named_symbols
+                )
         entities.authors = list(question.authors(vocabulary))
         entities.project = vocabulary.project_named(question.text) or ""
     _weigh_scope(entities, question, terms)
@@ -459,6 +499,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
         if part in STOPWORDS or form in seen:
             continue
         seen.add(form)
+        part, form = terms.spelling(part, form)
         if part.isalpha() and len(part) > 2:
             asked.append(part)
         capitalised = word[:1].isupper() and word != text[0]

@@ -304,3 +304,24 @@ def test_a_product_s_name_is_not_code(selector: ArelaSelector) -> None:
     route = selector.route("how do I add a new WordPress page?")
     assert route.out_of_scope, route.notes
     assert not selector.route("how do I add a new read_ofset_level?").out_of_scope
+
+
+def test_a_british_spelling_of_its_own_word_is_its_own(selector: ArelaSelector) -> None:
+    """Code is mostly spelt American: "serialiser" is the repository's `serializer`."""
+    route = selector.route("how does the serialiser encode a record?")
+    assert not route.out_of_scope and "code" in route.memory_names, route.notes
+
+
+def test_a_hyphenated_compound_names_the_code_that_writes_it_as_one_word() -> None:
+    """ "group-by" is `groupby`; a compound English writes ("set-up") names no code."""
+    names = [
+        f"frames.{noun}.{verb}_{noun}_{i}"
+        for noun in ("frame", "column", "index", "window", "merge", "pivot")
+        for verb in ("add", "drop", "find", "sort")
+        for i in range(150)
+    ]
+    vocabulary = Vocabulary(symbols=[*names, "frames.core.groupby"], paths=["frames/core.py"])
+    selector = ArelaSelector(vocabulary)
+    route = selector.route("how does group-by work, and can it be sped up with another library?")
+    assert not route.out_of_scope and "code" in route.memory_names, route.notes
+    assert selector.route("how do I set-up my printer?").out_of_scope
