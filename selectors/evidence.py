@@ -26,6 +26,7 @@ from wordfreq import zipf_frequency
 from arela_index.indexing.languages import detect_language
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
+from arela_index.text.spelling import american
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
@@ -110,19 +111,6 @@ def word_forms(word: str) -> set[str]:
 
 
 SOFTWARE_FORMS = frozenset(f for w in SOFTWARE_WORDS for f in word_forms(w))
-
-
-# British spellings and their American forms, which most code is written in.
-_AMERICAN = tuple(
-    (re.compile(british), american)
-    for british, american in (
-        (r"(?<=[a-z][a-z])our(?=s?$|ed$|ing$|ful$|ite$|ites$|able$)", "or"),  # colour, behaviour
-        (r"(?<=[a-z][a-z])is(?=e$|es$|ed$|ing$|er$|ers$|ation$|ations$)", "iz"),  # initialise
-        (r"(?<=[a-z][a-z])ys(?=e$|es$|ed$|ing$)", "yz"),  # analyse
-        (r"(?<=[a-z][a-z])tre(?=s?$)", "ter"),  # centre
-        (r"(?<=[a-z][a-z])ence(?=s?$)", "ense"),  # licence, defence
-    )
-)
 
 
 def _stems_by_form(listed: Iterable[str]) -> dict[str, frozenset[str]]:
@@ -311,14 +299,12 @@ class RepoTerms:
         >>> RepoTerms.read(Vocabulary(symbols=["plot.color_palette"])).spelling("colours", "colour")
         ('colors', 'color')
         """
-        if self.uses.get(form):
+        spelt = american(word)
+        if self.uses.get(form) or spelt is None:
             return word, form
-        for british, american in _AMERICAN:
-            spelt = british.sub(american, word)
-            if spelt != word and (
-                (own := stem([spelt])[0]) in self.uses or self.written(spelt) > self.written(word)
-            ):
-                return spelt, own
+        own = stem([spelt])[0]
+        if own in self.uses or self.written(spelt) > self.written(word):
+            return spelt, own
         return word, form
 
     def foreign_languages(self, text: str) -> list[str]:

@@ -287,3 +287,20 @@ def test_an_option_the_question_names_ranks_where_it_is_defined(tmp_path: Path) 
     question = "What does `--live-restart` do, and which streams does it work with?"
     hits = index.code_retriever(top_k=3).retrieve(question)
     assert "--live-restart" in hits[0].node.get_content(), [h.node.metadata for h in hits]
+
+
+def test_a_british_spelling_finds_the_code_spelt_american(tmp_path: Path) -> None:
+    """Code is mostly spelt American: "colours" finds the palette of `colors`."""
+    repo = GitRepo(tmp_path / "plots")
+    repo.commit(
+        {
+            "plots/palette.py": 'def color_palette(n):\n    """The colors of n categories."""\n'
+            '    return ["red"] * n\n',
+            "plots/sizes.py": 'def marker_sizes(n):\n    """The sizes of n markers."""\n'
+            "    return [1] * n\n",
+        },
+        "palettes and sizes",
+    )
+    index = ArelaIndex.build(repo.root, persist_dir=str(tmp_path / "index"), offline=True)
+    hits = index.code_retriever(top_k=3).retrieve("which colours does it pick?")
+    assert _files(hits)[:1] == ["plots/palette.py"]
