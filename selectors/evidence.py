@@ -482,10 +482,12 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     text = words(question.text)
     pairs = [(w, part) for w in text for part in dict.fromkeys((w.lower(), *split_identifier(w)))]
     for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
-        if part in STOPWORDS or form in seen:
+        if part in STOPWORDS:
+            continue
+        part, form = terms.spelling(part, form)
+        if form in seen:
             continue
         seen.add(form)
-        part, form = terms.spelling(part, form)
         if part.isalpha() and len(part) > 2:
             asked.append(part)
         capitalised = word[:1].isupper() and word != text[0]
