@@ -10,16 +10,17 @@ Every question of the public sets is in scope: it is about its checkout, `repo@s
 `--repos-dir`, indexed into `--index-name`. So are those of `--in-scope` sets, written by people
 who read the repositories but not this system, mostly in plain words ("how are cookies kept
 between requests?") where the public sets name code: `questions_in_scope_blind.jsonl`, 120 asked
-of 15 repositories of 10 languages, and `questions_in_scope_blind2.jsonl`, 120 asked of the
-public sets' six checkouts (large repositories, where a shared word proves least). Clone each
-`repo` at its `base_commit` into `--repos-dir` as `name@sha8`.
+of 15 repositories of 10 languages, `questions_in_scope_blind2.jsonl`, 120 asked of the public
+sets' six checkouts (large repositories, where a shared word proves least), and
+`questions_in_scope_blind3.jsonl`, 100 asked of black, jinja, chi, axios and sqlalchemy. Clone
+each `repo` at its `base_commit` into `--repos-dir` as `name@sha8`.
 
 The out-of-scope questions are asked of the public sets' checkouts (at most `--checkouts` of
-them). Three sets by default: 101 written here (some for the routing tests and benchmarks), and
-two written by people who had seen neither the system nor the sets before theirs, as users type
+them). Four sets by default: 101 written here (some for the routing tests and benchmarks), and
+three written by people who had seen neither the system nor the sets before theirs, as users type
 (lower case, no question mark, other tools, everyday words that are also software words): 150
-(`questions_out_of_scope_blind.jsonl`: "how do I test a smoke detector") and 160
-(`questions_out_of_scope_blind2.jsonl`). Targets (issue 15.3): false abstention ≤ 3% of in-scope
+(`questions_out_of_scope_blind.jsonl`: "how do I test a smoke detector"), 160
+(`questions_out_of_scope_blind2.jsonl`) and 160 (`questions_out_of_scope_blind3.jsonl`). Targets (issue 15.3): false abstention ≤ 3% of in-scope
 questions, out-of-scope abstention ≥ 95%. Offline, through `ArelaIndex.as_retriever()`; an empty
 answer is an abstention.
 
@@ -64,6 +65,7 @@ def main() -> None:
         HERE / "questions_out_of_scope.jsonl",
         HERE / "questions_out_of_scope_blind.jsonl",
         HERE / "questions_out_of_scope_blind2.jsonl",
+        HERE / "questions_out_of_scope_blind3.jsonl",
     ]
 
     by_checkout: dict[str, list[tuple[str, dict]]] = {}
