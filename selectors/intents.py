@@ -61,6 +61,8 @@ _CHANGE = (
     r"land\w*|go|went|start\w*|switch\w*|mov\w*|replac\w*|rewr\w*|edit\w*|updat\w*|bump\w*|"
     r"rais\w*|lower\w*|increas\w*|decreas\w*|dropp\w*|document\w*|evolv\w*)"
 )
+# A verb of change ("introduced", "wrote", "renamed") tells how code came to be, not what it is.
+CHANGE_VERB = re.compile(_CHANGE)
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"

@@ -325,3 +325,11 @@ def test_a_hyphenated_compound_names_the_code_that_writes_it_as_one_word() -> No
     route = selector.route("how does group-by work, and can it be sped up with another library?")
     assert not route.out_of_scope and "code" in route.memory_names, route.notes
     assert selector.route("how do I set-up my printer?").out_of_scope
+
+
+def test_how_code_came_to_be_is_no_foreign_word(selector: ArelaSelector) -> None:
+    """ "introduced" and "wrote" ask about the repository's history, not about things it must
+    name; what it never names still counts."""
+    route = selector.route("when was the watermark sink introduced and who wrote it?")
+    assert not route.out_of_scope and route.memories, route.notes
+    assert selector.route("who wrote the novel about the whale?").out_of_scope
