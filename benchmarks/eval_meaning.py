@@ -74,30 +74,31 @@ def main() -> None:
     args = parser.parse_args()
     foreign_sets = args.out_of_scope or sorted(HERE.glob("questions_out_of_scope*.jsonl"))
 
-    by_checkout: dict[str, list[tuple[dict, bool]]] = defaultdict(list)
+    by_checkout: dict[str, list[tuple[str, dict, bool]]] = defaultdict(list)
     public: set[str] = set()
     for path in [*args.sets, *args.in_scope]:
         for q in read(path):
             name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
-            by_checkout[name].append((q, True))
+            by_checkout[name].append((path.stem, q, True))
             if path in args.sets:
                 public.add(name)
     # As eval_abstention.py: per repository, its public checkout with the most questions.
     chosen: dict[str, str] = {}
     for name in sorted(public, key=lambda n: -len(by_checkout[n])):
         chosen.setdefault(name.split("@")[0], name)
-    foreign = [f for path in foreign_sets for f in read(path)]
+    foreign = [(path.stem, f) for path in foreign_sets for f in read(path)]
     for name in sorted(chosen.values(), key=lambda n: -len(by_checkout[n]))[: args.checkouts]:
-        by_checkout[name] += [(f, False) for f in foreign]
+        by_checkout[name] += [(stem, f, False) for stem, f in foreign]
 
     model = MiniLM(args.tokens)
     best: dict[tuple[str, bool], list[float]] = defaultdict(list)
+    per_set: dict[tuple[str, str], list[float]] = defaultdict(list)
     seconds = 0.0
     for name, questions in by_checkout.items():
         index = ArelaIndex.load(args.repos_dir / name / args.index_name, offline=True)
         retriever, selector = index.as_retriever(), index.selector()
         chunks, search = index.code.chunks, index.code.search
-        for q, in_scope in questions:
+        for source, q, in_scope in questions:
             text = q["question"]
             entities = read_entities(Question.of(text), selector.vocabulary, selector._terms)
             if entities.known or not retriever.retrieve(text):
@@ -106,7 +107,9 @@ def main() -> None:
             started = time.perf_counter()
             vectors = model.embed([text, *(chunks[i].get_content() for i in found)])
             seconds += time.perf_counter() - started
-            best[(half(q["id"]), in_scope)].append(float((vectors[1:] @ vectors[0]).max(initial=0)))
+            cosine = float((vectors[1:] @ vectors[0]).max(initial=0))
+            best[(half(q["id"]), in_scope)].append(cosine)
+            per_set[(source, half(q["id"]))].append(cosine)
     asked = sum(len(v) for v in best.values())
     print(f"{asked} answered asks naming no code; the model: {1000 * seconds / asked:.0f} ms each")
     for part in ("tune", "heldout"):
@@ -117,6 +120,10 @@ def main() -> None:
                 f"  under {threshold:.2f}: in scope {int((inside < threshold).sum())}, "
                 f"out of scope {int((outside < threshold).sum())}"
             )
+    print("per set and half: answered asks naming no code, and how many fall under each threshold")
+    for (source, part), cosines in sorted(per_set.items()):
+        under = ", ".join(str(sum(c < t for c in cosines)) for t in THRESHOLDS)
+        print(f"  {source + ', ' + part:40} {len(cosines):4}  under: {under}")
 
 
 if __name__ == "__main__":
