@@ -26,7 +26,7 @@ from llama_index.core.schema import TextNode
 from arela_index.errors import corrupt
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
-from arela_index.text.spelling import WORD, american
+from arela_index.text.spelling import american
 from arela_index.text.tokens import index_terms, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
@@ -397,7 +397,7 @@ class CodeSearch:
         """The ids of the question's terms (`index_terms`) that the index knows; a British word
         it lacks counts as its American spelling when it has that ("colours": `color`)."""
         found = self._sparse.term_ids(index_terms(question))
-        for word in dict.fromkeys(w.lower() for w in WORD.findall(question)):
+        for word in dict.fromkeys(w.lower() for w in words(question)):
             spelt = american(word)
             if spelt and not self._sparse.term_ids(index_terms(word)):
                 found += self._sparse.term_ids(index_terms(spelt))

@@ -19,7 +19,6 @@ _AMERICAN = tuple(
 )
 # A cheap first look: most words have none of these endings.
 _MAYBE = re.compile(r"(?:our|is|ys|tre|ence)")
-WORD = re.compile(r"[A-Za-z]+")
 
 
 def american(word: str) -> str | None:
