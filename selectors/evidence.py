@@ -461,7 +461,8 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
     written = {m.lower().strip("./") for m in (*mentions.names, *mentions.paths)}
     named_paths = [p for p in found.paths if _written(p, written)]
-    known = entities.named_symbols + named_paths + entities.authors + entities.project_named
+    named = entities.named_symbols + named_paths + entities.project_named
+    known = named + entities.authors
     # A name written as code is about code even when the repository does not know it: the query
     # loop looks for near misses ("parse_crn") and abstains when there is none. A product's name
     # that English writes as one word ("WordPress", "PayPal") is a thing it may be about, but no
@@ -518,7 +519,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
             unused.append((part, capitalised))
     # An author's name is no proof on its own: "who invented the telephone, Bell or Meucci?"
     # names a committer called Bell, and asks mostly what the repository never mentions.
-    if (known and known != entities.authors) or score < 1.0:
+    if named or score < 1.0:
         entities.scope = score
         return
     not_asked = _not_asked(shaped, question)
