@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from wordfreq import zipf_frequency
 
 from arela_index.indexing.languages import detect_language
-from arela_index.selectors.intents import CHANGE_VERB
+from arela_index.selectors.intents import PAST_CHANGE
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.spelling import american
@@ -341,7 +341,7 @@ def _not_asked(shaped: Iterable[str], question: Question) -> set[str]:
     adapter introduced and who wrote it?")."""
     own = {part for n in shaped for w in words(n) for part in (w.lower(), *split_identifier(w))}
     own |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
-    return own | {w for w in map(str.lower, words(question.text)) if CHANGE_VERB.fullmatch(w)}
+    return own | {w for w in map(str.lower, words(question.text)) if PAST_CHANGE.fullmatch(w)}
 
 
 def _foreign(unused: list[tuple[str, bool]], not_asked: set[str], terms: RepoTerms) -> list[str]:

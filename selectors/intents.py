@@ -61,8 +61,9 @@ _CHANGE = (
     r"land\w*|go|went|start\w*|switch\w*|mov\w*|replac\w*|rewr\w*|edit\w*|updat\w*|bump\w*|"
     r"rais\w*|lower\w*|increas\w*|decreas\w*|dropp\w*|document\w*|evolv\w*)"
 )
-# A verb of change ("introduced", "wrote", "renamed") tells how code came to be, not what it is.
-CHANGE_VERB = re.compile(_CHANGE)
+# A verb of change in the past ("introduced", "wrote", "renamed"), read word by word: how code
+# came to be, not what it is. Past forms only: "fixture", "movie" and "editor" also start so.
+PAST_CHANGE = re.compile(rf"(?=\w*(?:ed|en)$|wrote$|broke$|went$){_CHANGE}")
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
