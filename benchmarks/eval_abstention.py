@@ -44,6 +44,12 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from arela_index.index import ArelaIndex
 
 HERE = Path(__file__).resolve().parent
+OUT_OF_SCOPE = [
+    HERE / "questions_out_of_scope.jsonl",
+    HERE / "questions_out_of_scope_blind.jsonl",
+    HERE / "questions_out_of_scope_blind2.jsonl",
+    HERE / "questions_out_of_scope_blind3.jsonl",
+]
 
 
 def main() -> None:
@@ -61,30 +67,10 @@ def main() -> None:
         "--list-heldout", action="store_true", help="list held-out wrong answers too"
     )
     args = parser.parse_args()
-    sets = args.out_of_scope or [
-        HERE / "questions_out_of_scope.jsonl",
-        HERE / "questions_out_of_scope_blind.jsonl",
-        HERE / "questions_out_of_scope_blind2.jsonl",
-        HERE / "questions_out_of_scope_blind3.jsonl",
-    ]
-
-    by_checkout: dict[str, list[tuple[str, dict]]] = {}
-    public: set[str] = set()  # the checkouts asked the out-of-scope sets
-    for path in [*args.sets, *args.in_scope]:
-        for q in read(path):
-            name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
-            by_checkout.setdefault(name, []).append((path.stem, q))
-            if path in args.sets:
-                public.add(name)
+    sets = args.out_of_scope or OUT_OF_SCOPE
+    by_checkout, oos_checkouts = checkouts(args.sets, args.in_scope, args.checkouts)
+    order = list(by_checkout)
     foreign = [(path.stem, f) for path in sets for f in read(path)]
-    # The public sets' checkouts with most questions first: one per repository before a second.
-    order = sorted(by_checkout, key=lambda n: (n not in public, -len(by_checkout[n])))
-    seen: set[str] = set()
-    oos_checkouts = [
-        n
-        for n in order
-        if n in public and not (n.split("@")[0] in seen or seen.add(n.split("@")[0]))
-    ][: args.checkouts]
 
     in_scope, out_of_scope = (
         Tally(args.half, args.list_heldout),
@@ -142,6 +128,30 @@ class Tally:
             )
         for line in self.wrong:
             print(f"  {wrong:11} {line}")
+
+
+def checkouts(
+    sets: list[Path], in_scope: list[Path], count: int
+) -> tuple[dict[str, list[tuple[str, dict]]], list[str]]:
+    """Each checkout (`repo@sha8`) with its in-scope questions as (set, question), the public
+    sets' checkouts with most questions first; and the `count` checkouts asked the out-of-scope
+    sets: the public sets', one per repository, each its repository's with most questions."""
+    by_checkout: dict[str, list[tuple[str, dict]]] = {}
+    public: set[str] = set()
+    for path in [*sets, *in_scope]:
+        for q in read(path):
+            name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
+            by_checkout.setdefault(name, []).append((path.stem, q))
+            if path in sets:
+                public.add(name)
+    order = sorted(by_checkout, key=lambda n: (n not in public, -len(by_checkout[n])))
+    seen: set[str] = set()
+    oos = [
+        n
+        for n in order
+        if n in public and not (n.split("@")[0] in seen or seen.add(n.split("@")[0]))
+    ][:count]
+    return {n: by_checkout[n] for n in order}, oos
 
 
 def read(path: Path) -> list[dict]:

@@ -22,7 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from eval_abstention import HERE, half, read
+from eval_abstention import OUT_OF_SCOPE, checkouts, half, read
 
 from arela_index.index import ArelaIndex
 from arela_index.selectors.evidence import read_entities
@@ -72,23 +72,13 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=128)
     args = parser.parse_args()
-    foreign_sets = args.out_of_scope or sorted(HERE.glob("questions_out_of_scope*.jsonl"))
-
     by_checkout: dict[str, list[tuple[str, dict, bool]]] = defaultdict(list)
-    public: set[str] = set()
-    for path in [*args.sets, *args.in_scope]:
-        for q in read(path):
-            name = f"{q['repo'].split('/')[1]}@{q['base_commit'][:8]}"
-            by_checkout[name].append((path.stem, q, True))
-            if path in args.sets:
-                public.add(name)
-    # As eval_abstention.py: per repository, its public checkout with the most questions.
-    chosen: dict[str, str] = {}
-    for name in sorted(public, key=lambda n: -len(by_checkout[n])):
-        chosen.setdefault(name.split("@")[0], name)
-    foreign = [(path.stem, f) for path in foreign_sets for f in read(path)]
-    for name in sorted(chosen.values(), key=lambda n: -len(by_checkout[n]))[: args.checkouts]:
-        by_checkout[name] += [(stem, f, False) for stem, f in foreign]
+    found, oos_checkouts = checkouts(args.sets, args.in_scope, args.checkouts)
+    for name, questions in found.items():
+        by_checkout[name] += [(source, q, True) for source, q in questions]
+    foreign = [(path.stem, f) for path in args.out_of_scope or OUT_OF_SCOPE for f in read(path)]
+    for name in oos_checkouts:
+        by_checkout[name] += [(source, f, False) for source, f in foreign]
 
     model = MiniLM(args.tokens)
     best: dict[tuple[str, bool], list[float]] = defaultdict(list)
