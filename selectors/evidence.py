@@ -27,7 +27,6 @@ from arela_index.indexing.languages import detect_language
 from arela_index.selectors.intents import PAST_CHANGE
 from arela_index.text.entities import Found, Mentions, Vocabulary
 from arela_index.text.question import Question
-from arela_index.text.spelling import american
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
@@ -292,22 +291,6 @@ class RepoTerms:
             or self.written(word) >= OWN_TECHNOLOGY
         )
 
-    def spelling(self, word: str, form: str) -> tuple[str, str]:
-        """`word` (and its stem) as the repository spells it: the American spelling when its
-        names use only that, or its text writes that more ("colours" in a library of
-        `color_palette`).
-
-        >>> RepoTerms.read(Vocabulary(symbols=["plot.color_palette"])).spelling("colours", "colour")
-        ('colors', 'color')
-        """
-        spelt = american(word)
-        if self.uses.get(form) or spelt is None:
-            return word, form
-        own = stem([spelt])[0]
-        if own in self.uses or self.written(spelt) > self.written(word):
-            return spelt, own
-        return word, form
-
     def foreign_languages(self, text: str) -> list[str]:
         """The programming languages `text` names that the repository has no file in and whose
         names it never uses (sphinx's `sphinx.domains.javascript` answers for JavaScript)."""
@@ -486,10 +469,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     text = words(question.text)
     pairs = [(w, part) for w in text for part in dict.fromkeys((w.lower(), *split_identifier(w)))]
     for (word, part), form in zip(pairs, stem(p for _, p in pairs), strict=True):
-        if part in STOPWORDS:
-            continue
-        part, form = terms.spelling(part, form)
-        if form in seen:
+        if part in STOPWORDS or form in seen:
             continue
         seen.add(form)
         if part.isalpha() and len(part) > 2:

@@ -24,6 +24,7 @@ from arela_index.query.trace import Trace
 from arela_index.selectors.intents import SUBSTITUTE
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
+from arela_index.text.spelling import respellings
 
 if TYPE_CHECKING:
     from arela_index.retrievers.router import ArelaRouterRetriever
@@ -204,7 +205,14 @@ class QueryLoop:
     def steps(self, question: Question) -> Steps[tuple[list[NodeWithScore], Trace]]:
         """The relevant nodes (fresh copies scored by grade) and the trace."""
         started = time.perf_counter()
+        # Read in the repository's spelling, once, by every stage: code is mostly spelt American.
+        weights = self.grader.term_weights
+        spelling = respellings(question.text, lambda word: weights.share(word) > 0)
+        question = question.respelt(spelling)
         nodes, trace = yield from self.router.route_steps(question)
+        if spelling:
+            read = ", ".join(f"'{word}' as '{spelt}'" for word, spelt in spelling.items())
+            trace.notes.append(f"read {read}, as the repository spells it")
         kept = yield from self.grade_steps(question, nodes, trace)
         total(trace, started)
         return kept, trace

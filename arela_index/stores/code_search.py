@@ -26,7 +26,6 @@ from llama_index.core.schema import TextNode
 from arela_index.errors import corrupt
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
-from arela_index.text.spelling import american
 from arela_index.text.tokens import index_terms, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
@@ -394,14 +393,8 @@ class CodeSearch:
         self._prose = ~(source | tests)[self._file_of]  # not source, and not a test either
 
     def terms(self, question: str) -> list[int]:
-        """The ids of the question's terms (`index_terms`) that the index knows; a British word
-        it lacks counts as its American spelling when it has that ("colours": `color`)."""
-        found = self._sparse.term_ids(index_terms(question))
-        for word in dict.fromkeys(w.lower() for w in words(question)):
-            spelt = american(word)
-            if spelt and not self._sparse.term_ids(index_terms(word)):
-                found += self._sparse.term_ids(index_terms(spelt))
-        return found
+        """The ids of the question's terms (`index_terms`) that the index knows."""
+        return self._sparse.term_ids(index_terms(question))
 
     def chunk_scores(self, question: str) -> np.ndarray:
         """Every chunk's BM25 score for the question."""

@@ -113,6 +113,22 @@ class Question:
         limits of the question as asked."""
         return replace(Question.of(text), origin=self.asked)
 
+    def respelt(self, spelling: Mapping[str, str]) -> Question:
+        """This question with its words spelt as `spelling` says (lower-case word → spelling),
+        its line breaks kept.
+
+        >>> Question.read("Which colours?").respelt({"colours": "colors"}).text
+        'Which colors?'
+        """
+        if not spelling:
+            return self
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, spelling)) + r")\b", re.IGNORECASE)
+
+        def spelt(text: str) -> str:
+            return pattern.sub(lambda m: spelling[m.group(0).lower()], text)
+
+        return replace(Question.of(spelt(self.text)), lines=spelt(self.lines), origin=self.origin)
+
     @property
     def asked(self) -> Question:
         """The question as the user asked it (this one, unless it is a rewrite)."""

@@ -4,6 +4,9 @@ spelt American, while questions come in both."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+from arela_index.text.tokens import words
 
 # British endings and their American forms, each after at least two letters ("our" alone, "hour"
 # and "four" keep theirs).
@@ -37,3 +40,18 @@ def american(word: str) -> str | None:
         if changed != word:
             return changed
     return None
+
+
+def respellings(text: str, known: Callable[[str], bool]) -> dict[str, str]:
+    """The words of `text` (lower case) to read in their American spelling: those `known` (a
+    repository's index) lacks while it has that spelling.
+
+    >>> respellings("Which colours? Colours of hours", {"colors", "hours"}.__contains__)
+    {'colours': 'colors'}
+    """
+    found = {}
+    for word in dict.fromkeys(w.lower() for w in words(text)):
+        spelt = american(word)
+        if spelt and known(spelt) and not known(word):
+            found[word] = spelt
+    return found

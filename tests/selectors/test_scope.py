@@ -306,12 +306,6 @@ def test_a_product_s_name_is_not_code(selector: ArelaSelector) -> None:
     assert not selector.route("how do I add a new read_ofset_level?").out_of_scope
 
 
-def test_a_british_spelling_of_its_own_word_is_its_own(selector: ArelaSelector) -> None:
-    """Code is mostly spelt American: "serialiser" is the repository's `serializer`."""
-    route = selector.route("how does the serialiser encode a record?")
-    assert not route.out_of_scope and "code" in route.memory_names, route.notes
-
-
 def test_a_hyphenated_compound_names_the_code_that_writes_it_as_one_word() -> None:
     """ "group-by" is `groupby`; a compound English writes ("set-up") names no code."""
     names = [

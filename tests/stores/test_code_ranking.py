@@ -290,7 +290,8 @@ def test_an_option_the_question_names_ranks_where_it_is_defined(tmp_path: Path) 
 
 
 def test_a_british_spelling_finds_the_code_spelt_american(tmp_path: Path) -> None:
-    """Code is mostly spelt American: "colours" finds the palette of `colors`."""
+    """Code is mostly spelt American: "colours" is read as the index's "colors", by every stage
+    (routing, the code search and grading), and the trace says so; "sizes" is left as it is."""
     repo = GitRepo(tmp_path / "plots")
     repo.commit(
         {
@@ -302,5 +303,8 @@ def test_a_british_spelling_finds_the_code_spelt_american(tmp_path: Path) -> Non
         "palettes and sizes",
     )
     index = ArelaIndex.build(repo.root, persist_dir=str(tmp_path / "index"), offline=True)
-    hits = index.code_retriever(top_k=3).retrieve("which colours does it pick?")
-    assert _files(hits)[:1] == ["plots/palette.py"]
+    hits, trace = index.as_retriever().retrieve_with_trace("which colours does it pick?")
+    assert _files(hits)[:1] == ["plots/palette.py"], trace.steps
+    assert "read 'colours' as 'colors', as the repository spells it" in trace.notes
+    hits, trace = index.as_retriever().retrieve_with_trace("which sizes does it pick?")
+    assert _files(hits)[:1] == ["plots/sizes.py"] and not any("spells" in n for n in trace.notes)

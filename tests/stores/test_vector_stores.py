@@ -44,8 +44,8 @@ Build the image, push it to the registry, then roll the service one node at a ti
 
 FILES = {"paint/colors.py": COLORS, "net/retry.py": RETRY, "docs/guide.md": GUIDE}
 QUESTIONS = ["mix two colors", "how long to wait before the next attempt?", "deploying the image"]
-# No word of it is in the repository ("colourless" has no American spelling either); its trigrams are.
-OTHER_WORDS = "colourless"
+# No word of it is in the repository ("colourful" is not stemmed to "color"); its trigrams are.
+OTHER_WORDS = "colourful"
 COLLECTION = "repo"
 
 
