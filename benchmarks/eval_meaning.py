@@ -25,8 +25,6 @@ import numpy as np
 from eval_abstention import OUT_OF_SCOPE, checkouts, half, read
 
 from arela_index.index import ArelaIndex
-from arela_index.selectors.evidence import read_entities
-from arela_index.text.question import Question
 
 THRESHOLDS = (0.26, 0.28, 0.30, 0.32, 0.34)
 
@@ -86,12 +84,12 @@ def main() -> None:
     seconds = 0.0
     for name, questions in by_checkout.items():
         index = ArelaIndex.load(args.repos_dir / name / args.index_name, offline=True)
-        retriever, selector = index.as_retriever(), index.selector()
+        retriever = index.as_retriever()
         chunks, search = index.code.chunks, index.code.search
         for source, q, in_scope in questions:
             text = q["question"]
-            entities = read_entities(Question.of(text), selector.vocabulary, selector._terms)
-            if entities.known or not retriever.retrieve(text):
+            nodes, trace = retriever.retrieve_with_trace(text)
+            if trace.entities or not nodes:
                 continue
             found = search.rank(text, args.candidates)[: args.candidates]
             started = time.perf_counter()
