@@ -341,6 +341,7 @@ class ArelaIndex:
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
         from arela_index.query.loop import QueryLoop
+        from arela_index.query.meaning import MeaningCheck
         from arela_index.query.recent import RecentAnswers
         from arela_index.query.rewrite import Rewriter
         from arela_index.retrievers.router import build_router
@@ -371,7 +372,13 @@ class ArelaIndex:
         grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
         rewriter = Rewriter(llm, self.vocabulary)
         return ArelaRetriever(
-            QueryLoop(router, grader, rewriter, max_retries=self.config.max_retries),
+            QueryLoop(
+                router,
+                grader,
+                rewriter,
+                max_retries=self.config.max_retries,
+                meaning=MeaningCheck() if self.config.meaning_check else None,
+            ),
             # With a model, answers hang on its (cached) decisions and its health: not kept.
             recent=RecentAnswers() if llm is None else None,
         )

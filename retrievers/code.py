@@ -219,6 +219,15 @@ class CodeMemoryRetriever(MemoryRetriever):
             for rank, i in enumerate(best.values())
         ]
 
+    def candidates(self, question: str, count: int) -> list[NodeWithScore]:
+        """The `count` chunks the sparse ranking puts first, unscored: what a scope check by
+        meaning compares a question with (it reads deeper than `top_k`, and has no vectors)."""
+        if not question.strip() or self._store.is_empty():
+            return []
+        chunks = self._store.chunks
+        ranked = self._search.rank(question, count)[:count]
+        return [fresh(chunks[i], 0.0, retriever="code") for i in ranked]
+
     def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         """A question the route read: source code first unless it asks how to use or set up
         something (procedural), which documentation answers as often as code."""

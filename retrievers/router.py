@@ -145,9 +145,7 @@ class ArelaRouterRetriever(RouterRetriever):
     def files_steps(self, query: Question, trace: Trace, count: int) -> Steps[list[NodeWithScore]]:
         """The code memory's best chunk of each of its `count` best files (none without a code
         memory that ranks files): what pads an answer that ranks files."""
-        index = next((i for i, m in self._memory_of.items() if m == "code"), None)
-        code = self._retrievers[index] if index is not None else None
-        files = getattr(code, "files", None)
+        files = getattr(self._code, "files", None)
         if files is None:
             return []
         intents = trace.intent_names
@@ -158,6 +156,27 @@ class ArelaRouterRetriever(RouterRetriever):
                     lambda: offload(files, query.text, count, intents),
                 )
             )
+
+    def candidates_steps(
+        self, query: Question, trace: Trace, count: int
+    ) -> Steps[list[NodeWithScore]]:
+        """The code memory's `count` first chunks by its sparse ranking, unscored (none without
+        a code memory that ranks chunks): what a question's meaning is compared with."""
+        candidates = getattr(self._code, "candidates", None)
+        if candidates is None:
+            return []
+        with trace.time("retrieve:candidates"):
+            return (
+                yield Call(
+                    lambda: candidates(query.text, count),
+                    lambda: offload(candidates, query.text, count),
+                )
+            )
+
+    @property
+    def _code(self) -> BaseRetriever | None:
+        index = next((i for i, m in self._memory_of.items() if m == "code"), None)
+        return self._retrievers[index] if index is not None else None
 
     # -- BaseRetriever ----------------------------------------------------------------------
 

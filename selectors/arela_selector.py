@@ -226,7 +226,7 @@ class ArelaSelector(BaseSelector):
             )
         with route.time("rules"):
             entities = read_entities(question, self.vocabulary, terms)
-            route.entities = entities.known
+            route.entities, route.written = entities.known, entities.written
             prose = reading.prose
             # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
             authors = [] if reading.report else self._author_cues(prose, entities)

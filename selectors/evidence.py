@@ -385,6 +385,9 @@ class Entities:
     # Evidence beyond words the repository shares with English ("world", "hello"): a name it
     # knows, a code-shaped name, or a software word. Only then is code searched on a hunch.
     about_code: bool = False
+    # What it writes as code (identifiers, paths), known or not: not a product's name English
+    # writes ("WordPress"), nor a plain word that happens to name a file ("Windows").
+    written: list[str] = field(default_factory=list)
 
     @property
     def known(self) -> list[str]:
@@ -451,7 +454,8 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     # that English writes as one word ("WordPress", "PayPal") is a thing it may be about, but no
     # code.
     shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
-    code_shaped = [n for n in shaped if not _product(n)]
+    entities.written = [n for n in (*mentions.names, *mentions.paths) if not _product(n)]
+    code_shaped = [n for n in shaped if n in entities.written]
     entities.about_code = bool(known or code_shaped)
     if known:
         score += 2.0

@@ -18,13 +18,15 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.nodes import distinct_spans, fresh
 from arela_index.query.grading import Group, RelevanceGrader, missing_names
+from arela_index.query.meaning import CANDIDATES, MeaningCheck
 from arela_index.query.rewrite import Rewriter, closest_names
-from arela_index.query.steps import Steps
+from arela_index.query.steps import Call, Steps
 from arela_index.query.trace import Trace
-from arela_index.selectors.intents import SUBSTITUTE
+from arela_index.selectors.intents import FACTUAL, SUBSTITUTE
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.spelling import respellings
+from arela_index.workers import offload
 
 if TYPE_CHECKING:
     from arela_index.retrievers.router import ArelaRouterRetriever
@@ -196,9 +198,11 @@ class QueryLoop:
         strategies: Sequence[Strategy] = RETRIES,
         max_retries: int = 2,
         min_relevant: int = 1,
+        meaning: MeaningCheck | None = None,
     ) -> None:
         self.router, self.grader = router, grader
         self.rewriter = rewriter or Rewriter()
+        self.meaning = meaning
         self.strategies = tuple(strategies)
         self.max_retries, self.min_relevant = max_retries, min_relevant
 
@@ -222,8 +226,18 @@ class QueryLoop:
     ) -> Steps[list[NodeWithScore]]:
         """Grade the first pass; while too little is relevant, retry; abstain when nothing is."""
         if trace.out_of_scope:
-            if not any(step.get("kind") == "abstain" for step in trace.steps):
-                trace.add_step("abstain", why="the question is not about this repository")
+            near = yield from self._near_steps(question, trace)
+            if near is None:
+                if not any(step.get("kind") == "abstain" for step in trace.steps):
+                    trace.add_step("abstain", why="the question is not about this repository")
+                return []
+            # Its words alone left it unsure (an LLM would have been asked): by meaning, it is in.
+            trace.intents, trace.stage = [(FACTUAL, round(near, 2))], "meaning"
+            trace.steps = [step for step in trace.steps if step.get("kind") != "abstain"]
+            trace.memories = [("code", f"the code means what it asks (closest passage {near:.2f})")]
+            nodes = yield from self.router.fetch_steps(["code"], question, trace)
+        elif far := (yield from self._far_steps(question, trace)):
+            trace.add_step("abstain", why=far)
             return []
         intents = trace.intent_names
         tried = [Attempt(question.text, tuple(trace.memory_names))]
@@ -266,14 +280,21 @@ class QueryLoop:
             # A report's "names" are mostly its quotes (the reporter's code, output, logs): that
             # nothing retrieved holds them is no evidence it is about another repository.
             missing = not trace.report and missing_names(question, pool)
-            if nodes and (present or (not missing and unknown < _FOREIGN)):
-                # A question that names code the repository holds, or asks in words the
-                # repository uses, is about it: the best matches stand, marked ungraded (grade 0)
-                # and scored by their offline grade (under the grader's threshold).
+            worded = not missing and unknown < _FOREIGN
+            near = None
+            if nodes and not present and not worded:
+                near = yield from self._near_steps(question, trace, weak_only=False)
+            if nodes and (present or worded or near is not None):
+                # A question that names code the repository holds, asks in words the repository
+                # uses, or means what its code does, is about it: the best matches stand, marked
+                # ungraded (grade 0) and scored by their offline grade (under the grader's
+                # threshold).
                 why = (
                     f"the question names {_listed(list(present))}, which the repository holds"
                     if present
                     else f"{1 - unknown:.0%} of the question's weight is in words the repository uses"
+                    if worded
+                    else f"the code means what it asks (closest passage {near:.2f})"
                 )
                 trace.add_step(
                     "fallback",
@@ -386,6 +407,48 @@ class QueryLoop:
                 fresh(node.node, ceiling, grade=grade, attempt=node.node.metadata.get("attempt", 0))
             )
         return out
+
+    def _far_steps(self, question: Question, trace: Trace) -> Steps[str | None]:
+        """Why the question is about something else, when nothing the code memory ranks first
+        comes near its meaning (only for a question that writes no code: see `MeaningCheck`)."""
+        bar = self.meaning.bar(trace) if self.meaning is not None else None
+        if bar is None:
+            return None
+        closest = yield from self._closest_steps(question, trace, bar)
+        if closest >= bar:
+            return None
+        return (
+            f"nothing in the repository means what the question asks "
+            f"(closest passage {closest:.2f}, under {bar:.2f})"
+        )
+
+    def _near_steps(
+        self, question: Question, trace: Trace, weak_only: bool = True
+    ) -> Steps[float | None]:
+        """The closest candidate's cosine when it comes near the question's meaning, else None.
+        `weak_only`: only for a question its words left unsure of, and no LLM has judged."""
+        if self.meaning is None or trace.report:
+            return None
+        if weak_only and not (trace.needs_llm and trace.stage != "llm"):
+            return None
+        near, vocabulary = self.meaning.near, self.rewriter.vocabulary
+        # The project's name is near all of its code; what the question asks of it must be.
+        if vocabulary is not None:
+            question = question.rewritten(vocabulary.without_project(question.text))
+        closest = yield from self._closest_steps(question, trace, near)
+        return closest if closest >= near else None
+
+    def _closest_steps(self, question: Question, trace: Trace, enough: float) -> Steps[float]:
+        assert self.meaning is not None
+        check = self.meaning
+        candidates = yield from self.router.candidates_steps(question, trace, CANDIDATES)
+        with trace.time("meaning"):
+            return (
+                yield Call(
+                    lambda: check.closest(question.text, candidates, enough),
+                    lambda: offload(check.closest, question.text, candidates, enough),
+                )
+            )
 
     @property
     def _under(self) -> float:

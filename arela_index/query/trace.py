@@ -44,6 +44,7 @@ class Trace(BaseModel):
     stage: str = ""
     memories: list[tuple[str, str]] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list)
+    written: list[str] = Field(default_factory=list)  # what it writes as code, known or not
     compared: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)

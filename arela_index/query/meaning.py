@@ -1,0 +1,93 @@
+"""Scope by meaning: whether anything the repository holds means what a question asks.
+
+Words cannot tell "how do I undo my last git commit?" from a question about this repository when
+every one of its words is one the repository writes. A contextual sentence model can: the
+question's cosine to the code memory's best candidates (their first 128 tokens). Measured on the
+tune halves of `benchmarks/eval_abstention.py` (questions answered on words alone, naming no code):
+no in-scope question under 0.32, two thirds of the out-of-scope asks under it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from llama_index.core.schema import NodeWithScore
+
+from arela_index.llm.sentence_model import SentenceModel
+from arela_index.query.trace import Trace
+
+# Candidates a question is compared with: the sparse ranking's first 30 chunks. The first 5 or 10
+# lost in-scope questions whose closest passage ranks lower (tune half: 19 and 14 under 0.32).
+CANDIDATES = 30
+# A question that names no code is about the repository only if some candidate comes this close.
+FAR = 0.32
+# One that names code in plain words only ("Windows" of a windows.py, "Marshall" of an author)
+# has that much evidence already: only a candidate this far off says it is about something else.
+FAR_NAMED_IN_WORDS = 0.20
+# A question its words put just out of scope is in it when a candidate comes this close ("show
+# slowest tests" of pytest's --durations); under it, haikus found a theme called "haiku".
+NEAR = 0.50
+_CACHED = 20_000  # chunk vectors kept (30 MB): a session asks about the same code again
+_BATCH = 6
+
+
+class MeaningCheck:
+    """The largest cosine between a question and the passages retrieved for it, and the bar a
+    question must clear, given how much code it names. A question its words put just out of
+    scope is in it when a passage comes `near`.
+
+    >>> check = MeaningCheck()
+    >>> check.bar(Trace(question="how do I bake bread?"))
+    0.32
+    >>> round(check.closest("how are tests collected?", code.candidates(...)), 2)  # doctest: +SKIP
+    0.61
+    """
+
+    def __init__(
+        self,
+        model: SentenceModel | None = None,
+        far: float = FAR,
+        far_named_in_words: float = FAR_NAMED_IN_WORDS,
+        near: float = NEAR,
+    ) -> None:
+        self.far, self.far_named_in_words, self.near = far, far_named_in_words, near
+        self._model = model
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def bar(self, trace: Trace) -> float | None:
+        """The cosine some candidate must reach, or None when the question writes code or pastes
+        a report (its names are the evidence, and a report's text is too long to compare)."""
+        if trace.written or trace.report:
+            return None
+        return self.far_named_in_words if trace.entities else self.far
+
+    def closest(self, question: str, nodes: Sequence[NodeWithScore], enough: float = 1.0) -> float:
+        """The largest cosine between `question` and a node's text (0.0 for no nodes). Nodes
+        are read in order, a few at a time, until one reaches `enough`: each costs ~12 ms on
+        two cores, and a question about the repository is usually near one of the first."""
+        model = self._model = self._model or SentenceModel.shared()
+        asked = model.embed([question])[0]
+        best = 0.0
+        for start in range(0, len(nodes), _BATCH):
+            batch = nodes[start : start + _BATCH]
+            best = max(best, float((self._passages(model, batch) @ asked).max()))
+            if best >= enough:
+                break
+        return best
+
+    def _passages(self, model: SentenceModel, nodes: Sequence[NodeWithScore]) -> np.ndarray:
+        with self._lock:
+            missing = {n.node.node_id: n for n in nodes if n.node.node_id not in self._vectors}
+        embedded = model.embed([n.node.get_content() for n in missing.values()])
+        with self._lock:
+            self._vectors.update(zip(missing, embedded, strict=True))
+            passages = np.stack([self._vectors[n.node.node_id] for n in nodes])
+            for n in nodes:
+                self._vectors.move_to_end(n.node.node_id)
+            while len(self._vectors) > _CACHED:
+                self._vectors.popitem(last=False)
+        return passages

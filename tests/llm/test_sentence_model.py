@@ -1,0 +1,42 @@
+"""The offline sentence model: contextual vectors from files the install carries, and a clear
+error when they are broken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arela_index.errors import ArelaError
+from arela_index.llm import sentence_model
+from arela_index.llm.sentence_model import SentenceModel
+
+
+def test_a_question_is_closer_to_the_code_that_answers_it_than_to_other_code() -> None:
+    question, answer, other = SentenceModel.shared().embed(
+        [
+            "how long does it wait before a request times out?",
+            'def fetch(url, timeout=10):\n    """Get a URL, giving up after `timeout` seconds."""',
+            'def render(page):\n    """Write the page as HTML with its title and links."""',
+        ]
+    )
+    assert np.linalg.norm(question) == pytest.approx(1.0, abs=1e-5)
+    assert question @ answer > question @ other + 0.1
+
+
+def test_a_word_means_what_its_sentence_makes_it_mean() -> None:
+    # Not a bag of static word vectors: the same word in two senses.
+    theme, poem, html = SentenceModel.shared().embed(
+        ["write a haiku about autumn", "an autumn poem of three lines", "the haiku theme's CSS"]
+    )
+    assert theme @ poem > theme @ html
+
+
+def test_a_missing_tokenizer_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sentence_model, "TOKENIZER", tmp_path / "tokenizer.json")
+    with pytest.raises(ArelaError, match=r"unreadable .*reinstall arela-index") as caught:
+        SentenceModel(tokens=64)
+    assert "\n" not in str(caught.value)

@@ -1,0 +1,130 @@
+"""Scope by meaning: a question made of the repository's words but about something else abstains
+and says why; one about what the code does, in plain words, is answered; a question that writes
+code is never judged by meaning. The real sentence model, over a real indexed repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.gitrepo import GitRepo
+
+from arela_index.index import ArelaIndex
+from arela_index.query.meaning import MeaningCheck
+
+CRAWL = '''"""Crawl a website and report every broken link."""
+
+
+def check_links(pages):
+    """Return every broken link on the pages: a link whose redirect chain ends in an error."""
+    broken = []
+    for page in pages:
+        for link in page.links:
+            if follow_chain(link).status >= 400:
+                broken.append(link)
+    return broken
+
+
+def follow_chain(url, limit=10):
+    """Follow the redirect chain of a link to its last response: after `limit` redirects it
+    gives up and returns the last one."""
+    response = fetch(url)
+    hops = 0
+    while response.is_redirect and hops < limit:
+        response = fetch(response.location)
+        hops += 1
+    return response
+
+
+def fix_link(link):
+    """Fix a broken link: point it at the last URL of its redirect chain."""
+    return follow_chain(link).url
+'''
+FETCH = '''"""HTTP requests with a timeout and a user agent."""
+import urllib.request
+
+
+def fetch(url, timeout=10):
+    """Get a URL and return its response without following redirects."""
+    request = urllib.request.Request(url, headers={"User-Agent": "linkcheck"})
+    return urllib.request.urlopen(request, timeout=timeout)
+'''
+
+
+@pytest.fixture(scope="module")
+def links(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("meaning")
+    repo = GitRepo(root / "linkcheck")
+    repo.commit(
+        {
+            "linkcheck/crawl.py": CRAWL,
+            "linkcheck/fetch.py": FETCH,
+            "README.md": "# linkcheck\n\nFind broken links on your website and fix them.\n",
+        },
+        "link checker",
+    )
+    persist = root / "index"
+    ArelaIndex.build(repo.root, persist_dir=str(persist), offline=True)
+    return persist
+
+
+@pytest.mark.parametrize(
+    "question", ["how do I fix a broken window?", "how do I fix a broken heart?"]
+)
+def test_a_question_in_the_repositorys_words_about_something_else_abstains(
+    links: Path, question: str
+) -> None:
+    nodes, trace = ArelaIndex.load(links, offline=True).as_retriever().retrieve_with_trace(question)
+    assert nodes == []
+    why = next(step["why"] for step in trace.steps if step["kind"] == "abstain")
+    assert why.startswith("nothing in the repository means what the question asks (closest passage")
+    # Its words alone would have answered it: meaning is what decided.
+    words_only = ArelaIndex.load(links, offline=True, meaning_check=False).as_retriever()
+    assert words_only.retrieve(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "file"),
+    [
+        ("how does it decide that a link is broken?", "linkcheck/crawl.py"),
+        ("which user agent is sent with each request?", "linkcheck/fetch.py"),
+    ],
+)
+def test_a_question_about_the_code_in_plain_words_is_answered(
+    links: Path, question: str, file: str
+) -> None:
+    nodes = ArelaIndex.load(links, offline=True).as_retriever().retrieve(question)
+    assert file in [n.node.metadata["file_path"] for n in nodes]
+
+
+def test_a_question_that_writes_code_is_not_judged_by_meaning(links: Path) -> None:
+    nodes, trace = (
+        ArelaIndex.load(links, offline=True)
+        .as_retriever()
+        .retrieve_with_trace("what does fix_link return for a broken heart?")
+    )
+    assert "meaning" not in trace.timings_ms
+    assert any(n.node.metadata.get("symbol", "").endswith("fix_link") for n in nodes)
+
+
+def test_what_its_words_leave_unsure_is_answered_when_the_code_means_it(links: Path) -> None:
+    question = "maximum number of redirects followed"
+    index = ArelaIndex.load(links, offline=True)
+    assert index.as_retriever().retrieve(question) == []  # its words: something else, not sure
+    # The same check with its bar for "near" just under how close follow_chain comes.
+    retriever = index.as_retriever()
+    retriever.loop.meaning = MeaningCheck(near=0.4)
+    nodes, trace = retriever.retrieve_with_trace(question)
+    assert trace.stage == "meaning" and trace.memory_names == ["code"]
+    assert "linkcheck/crawl.py" in [n.node.metadata["file_path"] for n in nodes]
+    assert not [step for step in trace.steps if step["kind"] == "abstain"]
+
+
+def test_a_session_embeds_each_passage_once(links: Path) -> None:
+    index = ArelaIndex.load(links, offline=True)
+    code, check = index.code_retriever(), MeaningCheck()
+    question = "how does it decide that a link is broken?"
+    first = check.closest(question, code.candidates(question, 30))
+    embedded = len(check._vectors)
+    assert check.closest(question, code.candidates(question, 30)) == pytest.approx(first)
+    assert len(check._vectors) == embedded > 0
