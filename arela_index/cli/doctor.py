@@ -2,7 +2,8 @@
 
 One line per check: Ollama at OLLAMA_HOST, the embedding, router and answer models, the index
 (present, format current, files intact, built from this repository, its embedding usable),
-freshness against the working tree and HEAD, and each memory's size.
+freshness against the working tree and HEAD, each memory's size, and the sentence model that
+judges scope by meaning.
 
 Statuses: `ok`; `off` (turned off by choice: offline mode skips the Ollama checks); `skip` (could
 not be checked because an earlier check failed, which already says why); `warn` (works, but stale
@@ -14,6 +15,7 @@ is not.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from arela_index.indexing.changes import Changes
 from arela_index.indexing.health import partial_memories
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import git, resolve_root
+from arela_index.llm.sentence_model import SentenceModel
 
 PROBLEMS = ("warn", "fail")
 
@@ -96,7 +99,21 @@ def diagnose(repo: str | Path, config: ArelaConfig | None = None) -> Diagnosis:
     diagnosis = Diagnosis(str(root), str(persist_dir), mode)
     ollama_status = _ollama_checks(config, diagnosis.checks)
     diagnosis.checks.extend(_index_checks(root, persist_dir, config, ollama_status))
+    diagnosis.checks.append(_meaning_check(config))
     return diagnosis
+
+
+def _meaning_check(config: ArelaConfig) -> Check:
+    """The sentence model that judges scope by meaning: loaded, and how long that took."""
+    if not config.meaning_check:
+        return Check("meaning", "off", "scope is judged by words only (ARELA_MEANING_CHECK=0)")
+    started = time.perf_counter()
+    try:
+        SentenceModel(tokens=8).embed(["is it loaded?"])
+    except ArelaError as err:
+        return Check("meaning", "fail", str(err).split(";")[0], "reinstall arela-index")
+    ms = (time.perf_counter() - started) * 1000
+    return Check("meaning", "ok", f"all-MiniLM-L6-v2 (int8 ONNX) loads and runs in {ms:.0f} ms")
 
 
 # -- Ollama ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from arela_index.cli.main import main
 from arela_index.config import ArelaConfig
 from arela_index.indexing.build import build_index
 from arela_index.indexing.persist import FORMAT_VERSION, current_build
+from arela_index.llm import sentence_model
 from arela_index.llm.runtime import detect
 
 CONFIG_PY = "def load_config(path):\n    return open(path).read()\n"
@@ -83,6 +84,24 @@ def test_offline_by_choice_with_a_fresh_index_is_healthy(
     assert checks["code memory"][0] == "ok" and " chunks from 3 files, " in checks["code memory"][1]
     assert checks["graph memory"][1].startswith("4 symbols in 2 files")  # 2 modules, 2 functions
     assert checks["audit memory"][1].startswith("2 commits")
+    assert checks["meaning"][0] == "ok" and "all-MiniLM-L6-v2" in checks["meaning"][1]
+
+
+def test_a_broken_sentence_model_is_a_failure_that_says_what_to_do(
+    offline_repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(sentence_model, "TOKENIZER", tmp_path / "tokenizer.json")
+    code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
+    assert code == 1
+    assert checks["meaning"][0] == "fail" and checks["meaning"][1].endswith(
+        "→ reinstall arela-index"
+    )
+    monkeypatch.setenv("ARELA_MEANING_CHECK", "0")
+    code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
+    assert code == 0 and checks["meaning"][0] == "off"
 
 
 def test_the_same_checks_as_json(offline_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
