@@ -30,8 +30,8 @@ FAR_NAMED_IN_WORDS = 0.20
 # A question its words put just out of scope is in it when a candidate comes this close ("show
 # slowest tests" of pytest's --durations); under it, haikus found a theme called "haiku".
 NEAR = 0.50
+_SURE = 0.5  # a route's confidence that its words chose it (prototypes' guesses score lower)
 _CACHED = 20_000  # chunk vectors kept (30 MB): a session asks about the same code again
-_BATCH = 6
 
 
 class MeaningCheck:
@@ -40,7 +40,7 @@ class MeaningCheck:
     scope is in it when a passage comes `near`.
 
     >>> check = MeaningCheck()
-    >>> check.bar(Trace(question="how do I bake bread?"))
+    >>> check.bar(Trace(question="how do I bake bread?", memories=[("code", "")]))
     0.32
     >>> round(check.closest("how are tests collected?", code.candidates(...)), 2)  # doctest: +SKIP
     0.61
@@ -60,23 +60,28 @@ class MeaningCheck:
 
     def bar(self, trace: Trace) -> float | None:
         """The cosine some candidate must reach, or None when the question writes code or pastes
-        a report (its names are the evidence, and a report's text is too long to compare)."""
+        a report (its names are the evidence, and a report's text is too long to compare), or
+        its words send it away from the code memory ("what changed last week?" asks the
+        history; a guess that sent "google sheets formula to count cells" there is no reason)."""
         if trace.written or trace.report:
+            return None
+        if "code" not in trace.memory_names and trace.confidence >= _SURE:
             return None
         return self.far_named_in_words if trace.entities else self.far
 
     def closest(self, question: str, nodes: Sequence[NodeWithScore], enough: float = 1.0) -> float:
         """The largest cosine between `question` and a node's text (0.0 for no nodes). Nodes
-        are read in order, a few at a time, until one reaches `enough`: each costs ~12 ms on
-        two cores, and a question about the repository is usually near one of the first."""
+        are read in order, in batches of 1, 2, 4, ..., until one reaches `enough`: each costs
+        ~12 ms on two cores, and a question about the repository is usually near the first
+        (of those the rules answer on the tune halves, 61% reach their bar at the first, 75% by
+        the third)."""
         model = self._model = self._model or SentenceModel.shared()
         asked = model.embed([question])[0]
-        best = 0.0
-        for start in range(0, len(nodes), _BATCH):
-            batch = nodes[start : start + _BATCH]
+        best, start, size = 0.0, 0, 1
+        while start < len(nodes) and best < enough:
+            batch = nodes[start : start + size]
             best = max(best, float((self._passages(model, batch) @ asked).max()))
-            if best >= enough:
-                break
+            start, size = start + size, 2 * size
         return best
 
     def _passages(self, model: SentenceModel, nodes: Sequence[NodeWithScore]) -> np.ndarray:

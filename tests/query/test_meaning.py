@@ -128,3 +128,14 @@ def test_a_session_embeds_each_passage_once(links: Path) -> None:
     embedded = len(check._vectors)
     assert check.closest(question, code.candidates(question, 30)) == pytest.approx(first)
     assert len(check._vectors) == embedded > 0
+
+
+def test_a_question_for_the_history_is_not_judged_by_the_codes_meaning(links: Path) -> None:
+    nodes, trace = (
+        ArelaIndex.load(links, offline=True)
+        .as_retriever()
+        .retrieve_with_trace("what changed last week?")
+    )
+    assert trace.memory_names == ["audit"] and "meaning" not in trace.timings_ms
+    assert [n.node.metadata["kind"] for n in nodes] == ["commit"]
+    assert "link checker" in nodes[0].node.get_content()
