@@ -411,7 +411,7 @@ class QueryLoop:
     def _far_steps(self, question: Question, trace: Trace) -> Steps[str | None]:
         """Why the question is about something else, when nothing the code memory ranks first
         comes near its meaning (only for a question that writes no code: see `MeaningCheck`)."""
-        bar = self.meaning.bar(trace) if self.meaning is not None else None
+        bar = self.meaning.bar(question, trace) if self.meaning is not None else None
         if bar is None:
             return None
         closest = yield from self._closest_steps(question, trace, bar)

@@ -18,6 +18,7 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.llm.sentence_model import SentenceModel
 from arela_index.query.trace import Trace
+from arela_index.text.question import Question
 
 # Candidates a question is compared with: the sparse ranking's first 30 chunks. The first 5 or 10
 # lost in-scope questions whose closest passage ranks lower (tune half: 19 and 14 under 0.32).
@@ -30,7 +31,6 @@ FAR_NAMED_IN_WORDS = 0.20
 # A question its words put just out of scope is in it when a candidate comes this close ("show
 # slowest tests" of pytest's --durations); under it, haikus found a theme called "haiku".
 NEAR = 0.50
-_SURE = 0.5  # a route's confidence that its words chose it (prototypes' guesses score lower)
 _CACHED = 20_000  # chunk vectors kept (30 MB): a session asks about the same code again
 
 
@@ -40,7 +40,7 @@ class MeaningCheck:
     scope is in it when a passage comes `near`.
 
     >>> check = MeaningCheck()
-    >>> check.bar(Trace(question="how do I bake bread?", memories=[("code", "")]))
+    >>> check.bar(Question.of("how do I bake bread?"), Trace())
     0.32
     >>> round(check.closest("how are tests collected?", code.candidates(...)), 2)  # doctest: +SKIP
     0.61
@@ -58,14 +58,12 @@ class MeaningCheck:
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def bar(self, trace: Trace) -> float | None:
+    def bar(self, question: Question, trace: Trace) -> float | None:
         """The cosine some candidate must reach, or None when the question writes code or pastes
         a report (its names are the evidence, and a report's text is too long to compare), or
-        its words send it away from the code memory ("what changed last week?" asks the
-        history; a guess that sent "google sheets formula to count cells" there is no reason)."""
-        if trace.written or trace.report:
-            return None
-        if "code" not in trace.memory_names and trace.confidence >= _SURE:
+        asks about nothing the code could mean ("what changed last week?": only words of
+        asking and of time, which no search looks for)."""
+        if trace.written or trace.report or not question.terms:
             return None
         return self.far_named_in_words if trace.entities else self.far
 
@@ -75,6 +73,8 @@ class MeaningCheck:
         ~12 ms on two cores, and a question about the repository is usually near the first
         (of those the rules answer on the tune halves, 61% reach their bar at the first, 75% by
         the third)."""
+        if not nodes:
+            return 0.0
         model = self._model = self._model or SentenceModel.shared()
         asked = model.embed([question])[0]
         best, start, size = 0.0, 0, 1
