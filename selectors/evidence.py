@@ -155,6 +155,7 @@ _LANGUAGES = (
     ("SQL", r"\bSQL\b", {"sql"}, ("sql",)),
 )
 _HYPHENATED = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
+_OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")  # a long command-line option: "--lf"
 # What it is compared with, used with or brought to is not what a question is about: "how is the
 # router different from Rails routing?" asks about this repository's router.
 _COMPARED_TO = re.compile(
@@ -385,8 +386,8 @@ class Entities:
     # Evidence beyond words the repository shares with English ("world", "hello"): a name it
     # knows, a code-shaped name, or a software word. Only then is code searched on a hunch.
     about_code: bool = False
-    # What it writes as code (identifiers, paths), known or not: not a product's name English
-    # writes ("WordPress"), nor a plain word that happens to name a file ("Windows").
+    # What it writes as code (identifiers, paths, command-line options), known or not: not a
+    # product's name English writes ("WordPress"), nor a plain word that names a file ("Windows").
     written: list[str] = field(default_factory=list)
 
     @property
@@ -455,6 +456,7 @@ def _weigh_scope(entities: Entities, question: Question, terms: RepoTerms) -> No
     # code.
     shaped = [n for n in (*mentions.names, *mentions.paths) if n not in known]
     entities.written = [n for n in (*mentions.names, *mentions.paths) if not _product(n)]
+    entities.written += _OPTION.findall(question.text)
     code_shaped = [n for n in shaped if n in entities.written]
     entities.about_code = bool(known or code_shaped)
     if known:

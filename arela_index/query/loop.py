@@ -18,7 +18,7 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.nodes import distinct_spans, fresh
 from arela_index.query.grading import Group, RelevanceGrader, missing_names
-from arela_index.query.meaning import CANDIDATES, MeaningCheck
+from arela_index.query.meaning import CANDIDATES, NEAR_CANDIDATES, MeaningCheck
 from arela_index.query.rewrite import Rewriter, closest_names
 from arela_index.query.steps import Call, Steps
 from arela_index.query.trace import Trace
@@ -414,7 +414,7 @@ class QueryLoop:
         bar = self.meaning.bar(question, trace) if self.meaning is not None else None
         if bar is None:
             return None
-        closest = yield from self._closest_steps(question, trace, bar)
+        closest = yield from self._closest_steps(question, trace, bar, CANDIDATES)
         if closest >= bar:
             return None
         return (
@@ -435,13 +435,15 @@ class QueryLoop:
         # The project's name is near all of its code; what the question asks of it must be.
         if vocabulary is not None:
             question = question.rewritten(vocabulary.without_project(question.text))
-        closest = yield from self._closest_steps(question, trace, near)
+        closest = yield from self._closest_steps(question, trace, near, NEAR_CANDIDATES)
         return closest if closest >= near else None
 
-    def _closest_steps(self, question: Question, trace: Trace, enough: float) -> Steps[float]:
+    def _closest_steps(
+        self, question: Question, trace: Trace, enough: float, count: int
+    ) -> Steps[float]:
         assert self.meaning is not None
         check = self.meaning
-        candidates = yield from self.router.candidates_steps(question, trace, CANDIDATES)
+        candidates = yield from self.router.candidates_steps(question, trace, count)
         with trace.time("meaning"):
             return (
                 yield Call(

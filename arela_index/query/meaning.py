@@ -31,6 +31,10 @@ FAR_NAMED_IN_WORDS = 0.20
 # A question its words put just out of scope is in it when a candidate comes this close ("show
 # slowest tests" of pytest's --durations); under it, haikus found a theme called "haiku".
 NEAR = 0.50
+# ... among the first 3: on the tune halves each question it kept was near its first or second,
+# while "how old is the great sphinx of giza" met a close passage only at the 11th. Reading 3,
+# not 30, is also what keeps an ask that is out of scope fast (~50 ms, not ~370).
+NEAR_CANDIDATES = 3
 _CACHED = 20_000  # chunk vectors kept (30 MB): a session asks about the same code again
 
 

@@ -98,13 +98,13 @@ def test_a_question_about_the_code_in_plain_words_is_answered(
 
 
 def test_a_question_that_writes_code_is_not_judged_by_meaning(links: Path) -> None:
-    nodes, trace = (
-        ArelaIndex.load(links, offline=True)
-        .as_retriever()
-        .retrieve_with_trace("what does fix_link return for a broken heart?")
-    )
+    retriever = ArelaIndex.load(links, offline=True).as_retriever()
+    nodes, trace = retriever.retrieve_with_trace("what does fix_link return for a broken heart?")
     assert "meaning" not in trace.timings_ms
     assert any(n.node.metadata.get("symbol", "").endswith("fix_link") for n in nodes)
+    # A command-line option is code the model cannot read ("--lf" is two dashes and two letters).
+    _, trace = retriever.retrieve_with_trace("what does the --max-hops option do?")
+    assert trace.written == ["--max-hops"] and "meaning" not in trace.timings_ms
 
 
 def test_what_its_words_leave_unsure_is_answered_when_the_code_means_it(links: Path) -> None:
