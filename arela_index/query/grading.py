@@ -95,6 +95,11 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
         return "RelevanceGrader"
 
     @property
+    def judges_with_llm(self) -> bool:
+        """Whether a model grades (online); the offline grade is then only its fallback."""
+        return self._llm is not None
+
+    @property
     def term_weights(self) -> TermWeights:
         """How informative each word is in the repository (uniform without a code memory)."""
         return self._weights

@@ -282,7 +282,8 @@ class QueryLoop:
             missing = not trace.report and missing_names(question, pool)
             worded = not missing and unknown < _FOREIGN
             near = None
-            if nodes and not present and not worded:
+            # A model that judged nothing relevant read more than a cosine does.
+            if nodes and not present and not worded and not self.grader.judges_with_llm:
                 near = yield from self._near_steps(question, trace, weak_only=False)
             if nodes and (present or worded or near is not None):
                 # A question that names code the repository holds, asks in words the repository
