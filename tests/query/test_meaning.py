@@ -7,10 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.engine_repos import ScriptedModel
+from support.fake_ollama import FakeOllama
 from support.gitrepo import GitRepo
 
+from arela_index.config import ArelaConfig
 from arela_index.index import ArelaIndex
+from arela_index.llm.ollama import make_llm
+from arela_index.query.grading import RelevanceGrader
+from arela_index.query.loop import QueryLoop
 from arela_index.query.meaning import MeaningCheck
+from arela_index.query.rewrite import Rewriter
+from arela_index.query.steps import run
+from arela_index.text.question import Question
 
 CRAWL = '''"""Crawl a website and report every broken link."""
 
@@ -139,3 +148,19 @@ def test_a_question_for_the_history_is_not_judged_by_the_codes_meaning(links: Pa
     assert trace.memory_names == ["audit"] and "meaning" not in trace.timings_ms
     assert [n.node.metadata["kind"] for n in nodes] == ["commit"]
     assert "link checker" in nodes[0].node.get_content()
+
+
+def test_what_a_model_judged_irrelevant_meaning_does_not_keep(links: Path) -> None:
+    question = "which links no longer work?"
+    index = ArelaIndex.load(links, offline=True)
+    retriever = index.as_retriever()
+    nodes, trace = retriever.retrieve_with_trace(question)  # offline: the grader drops them...
+    fallback = next(step["why"] for step in trace.steps if step["kind"] == "fallback")
+    assert nodes and "the code means what it asks" in fallback  # ...and meaning keeps them
+    with FakeOllama(chat_handler=ScriptedModel(relevant=lambda passage, prompt: False)) as fake:
+        llm = make_llm(ArelaConfig(ollama_host=fake.url, router_timeout=1.0), "qwen2.5:1.5b", 1.0)
+        grader = RelevanceGrader(llm=llm, term_weights=index.term_weights)
+        rewriter = Rewriter(llm, index.vocabulary)
+        loop = QueryLoop(retriever.router, grader, rewriter, meaning=MeaningCheck())
+        nodes, trace = run(loop.steps(Question.read(question)))
+    assert nodes == [] and [s["kind"] for s in trace.steps].count("abstain") == 1
