@@ -60,7 +60,10 @@ def test_quickstart_asks_one_question_of_each_intent(clone: Path) -> None:
     assert "route: structural → graph" in answers["structural"]
     assert "[arela_index/index.py:" in answers["structural"]  # ArelaIndex.from_repo calls it
     assert "route: temporal → audit" in answers["temporal"]
-    assert "[commit 3c5719e]" in answers["temporal"]  # "Static embedding model: ..."
+    # The commits that added the static model and its LlamaIndex class: which of the two ranks
+    # first shifts as this project's own history, the indexed one, grows.
+    first = re.search(r"\[commit ([0-9a-f]{7})\]", answers["temporal"])
+    assert first is not None and first[1] in {"3c5719e", "51f3e33"}
     assert "route: procedural → code" in answers["procedural"]
     assert "nothing was searched" in answers["out of scope"]
     assert "route: out_of_scope → nothing searched" in answers["out of scope"]
