@@ -226,12 +226,14 @@ class QueryLoop:
     ) -> Steps[list[NodeWithScore]]:
         """Grade the first pass; while too little is relevant, retry; abstain when nothing is."""
         if trace.out_of_scope:
-            near = yield from self._near_steps(question, trace)
+            # Only words that left it unsure (an LLM would have been asked) may give way to meaning.
+            unsure = trace.needs_llm and trace.stage != "llm"
+            near = (yield from self._near_steps(question, trace)) if unsure else None
             if near is None:
                 if not any(step.get("kind") == "abstain" for step in trace.steps):
                     trace.add_step("abstain", why="the question is not about this repository")
                 return []
-            # Its words alone left it unsure (an LLM would have been asked): by meaning, it is in.
+            # By meaning, it is in.
             trace.intents, trace.stage = [(FACTUAL, round(near, 2))], "meaning"
             trace.steps = [step for step in trace.steps if step.get("kind") != "abstain"]
             trace.memories = [("code", f"the code means what it asks (closest passage {near:.2f})")]
@@ -284,7 +286,7 @@ class QueryLoop:
             near = None
             # A model that judged nothing relevant read more than a cosine does.
             if nodes and not present and not worded and not self.grader.judges_with_llm:
-                near = yield from self._near_steps(question, trace, weak_only=False)
+                near = yield from self._near_steps(question, trace)
             if nodes and (present or worded or near is not None):
                 # A question that names code the repository holds, asks in words the repository
                 # uses, or means what its code does, is about it: the best matches stand, marked
@@ -423,14 +425,10 @@ class QueryLoop:
             f"(closest passage {closest:.2f}, under {bar:.2f})"
         )
 
-    def _near_steps(
-        self, question: Question, trace: Trace, weak_only: bool = True
-    ) -> Steps[float | None]:
-        """The closest candidate's cosine when it comes near the question's meaning, else None.
-        `weak_only`: only for a question its words left unsure of, and no LLM has judged."""
+    def _near_steps(self, question: Question, trace: Trace) -> Steps[float | None]:
+        """The closest of the first candidates' cosines when it comes near the question's
+        meaning, else None (and None for a pasted report, or with no meaning check)."""
         if self.meaning is None or trace.report:
-            return None
-        if weak_only and not (trace.needs_llm and trace.stage != "llm"):
             return None
         near, vocabulary = self.meaning.near, self.rewriter.vocabulary
         # The project's name is near all of its code; what the question asks of it must be.
@@ -442,6 +440,8 @@ class QueryLoop:
     def _closest_steps(
         self, question: Question, trace: Trace, enough: float, count: int
     ) -> Steps[float]:
+        """The largest cosine between the question and the code memory's first `count`
+        candidates, read until one reaches `enough`."""
         assert self.meaning is not None
         check = self.meaning
         candidates = yield from self.router.candidates_steps(question, trace, count)

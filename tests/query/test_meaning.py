@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.engine_repos import ScriptedModel
 from support.fake_ollama import FakeOllama
@@ -14,6 +15,7 @@ from support.gitrepo import GitRepo
 from arela_index.config import ArelaConfig
 from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import make_llm
+from arela_index.llm.sentence_model import SentenceModel
 from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop
 from arela_index.query.meaning import MeaningCheck
@@ -129,14 +131,28 @@ def test_what_its_words_leave_unsure_is_answered_when_the_code_means_it(links: P
     assert not [step for step in trace.steps if step["kind"] == "abstain"]
 
 
+class _Counting(SentenceModel):
+    """The real model, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
 def test_a_session_embeds_each_passage_once(links: Path) -> None:
     index = ArelaIndex.load(links, offline=True)
-    code, check = index.code_retriever(), MeaningCheck()
+    model = _Counting()
+    code, check = index.code_retriever(), MeaningCheck(model)
     question = "how does it decide that a link is broken?"
-    first = check.closest(question, code.candidates(question, 30))
-    embedded = len(check._vectors)
-    assert check.closest(question, code.candidates(question, 30)) == pytest.approx(first)
-    assert len(check._vectors) == embedded > 0
+    candidates = code.candidates(question, 30)
+    first = check.closest(question, candidates)
+    once = model.texts
+    assert check.closest(question, candidates) == pytest.approx(first)
+    assert once > 1 and model.texts == once + 1  # the second time, only the question
 
 
 def test_a_question_for_the_history_is_not_judged_by_the_codes_meaning(links: Path) -> None:
