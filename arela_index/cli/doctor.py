@@ -28,6 +28,7 @@ from arela_index.indexing.health import partial_memories
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import git, resolve_root
 from arela_index.llm.sentence_model import SentenceModel
+from arela_index.query.general import GeneralQuestions
 
 PROBLEMS = ("warn", "fail")
 
@@ -110,6 +111,7 @@ def _meaning_check(config: ArelaConfig) -> Check:
     started = time.perf_counter()
     try:
         SentenceModel(tokens=8).embed(["is it loaded?"])
+        GeneralQuestions.shipped()
     except ArelaError as err:
         return Check("meaning", "fail", str(err).split(";")[0], "reinstall arela-index")
     ms = (time.perf_counter() - started) * 1000

@@ -18,7 +18,7 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.nodes import distinct_spans, fresh
 from arela_index.query.grading import Group, RelevanceGrader, missing_names
-from arela_index.query.meaning import CANDIDATES, NEAR_CANDIDATES, MeaningCheck
+from arela_index.query.meaning import CANDIDATES, NEAR_CANDIDATES, Closeness, MeaningCheck
 from arela_index.query.rewrite import Rewriter, closest_names
 from arela_index.query.steps import Call, Steps
 from arela_index.query.trace import Trace
@@ -417,13 +417,8 @@ class QueryLoop:
         bar = self.meaning.bar(question, trace) if self.meaning is not None else None
         if bar is None:
             return None
-        closest = yield from self._closest_steps(question, trace, bar, CANDIDATES)
-        if closest >= bar:
-            return None
-        return (
-            f"nothing in the repository means what the question asks "
-            f"(closest passage {closest:.2f}, under {bar:.2f})"
-        )
+        closeness = yield from self._judge_steps(question, trace, bar, CANDIDATES)
+        return None if closeness.met else closeness.why_not()
 
     def _near_steps(self, question: Question, trace: Trace) -> Steps[float | None]:
         """The closest of the first candidates' cosines when it comes near the question's
@@ -434,22 +429,22 @@ class QueryLoop:
         # The project's name is near all of its code; what the question asks of it must be.
         if vocabulary is not None:
             question = question.rewritten(vocabulary.without_project(question.text))
-        closest = yield from self._closest_steps(question, trace, near, NEAR_CANDIDATES)
-        return closest if closest >= near else None
+        closeness = yield from self._judge_steps(question, trace, near, NEAR_CANDIDATES)
+        return closeness.closest if closeness.met else None
 
-    def _closest_steps(
-        self, question: Question, trace: Trace, enough: float, count: int
-    ) -> Steps[float]:
-        """The largest cosine between the question and the code memory's first `count`
-        candidates, read until one reaches `enough`."""
+    def _judge_steps(
+        self, question: Question, trace: Trace, bar: float, count: int
+    ) -> Steps[Closeness]:
+        """How near the question comes to the code memory's first `count` candidates, read
+        until one reaches `bar` (or the higher bar of a question that reads like a general one)."""
         assert self.meaning is not None
         check = self.meaning
         candidates = yield from self.router.candidates_steps(question, trace, count)
         with trace.time("meaning"):
             return (
                 yield Call(
-                    lambda: check.closest(question.text, candidates, enough),
-                    lambda: offload(check.closest, question.text, candidates, enough),
+                    lambda: check.judge(question.text, candidates, bar),
+                    lambda: offload(check.judge, question.text, candidates, bar),
                 )
             )
 

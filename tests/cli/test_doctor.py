@@ -17,6 +17,7 @@ from arela_index.indexing.build import build_index
 from arela_index.indexing.persist import FORMAT_VERSION, current_build
 from arela_index.llm import sentence_model
 from arela_index.llm.runtime import detect
+from arela_index.query import general
 
 CONFIG_PY = "def load_config(path):\n    return open(path).read()\n"
 CLI_PY = "from app.config import load_config\n\n\ndef main():\n    return load_config('app.toml')\n"
@@ -102,6 +103,23 @@ def test_a_broken_sentence_model_is_a_failure_that_says_what_to_do(
     monkeypatch.setenv("ARELA_MEANING_CHECK", "0")
     code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
     assert code == 0 and checks["meaning"][0] == "off"
+
+
+def test_missing_general_questions_are_a_failure_that_says_what_to_do(
+    offline_repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(general, "DATA", tmp_path)
+    general.GeneralQuestions.shipped.__func__.cache_clear()  # type: ignore[attr-defined]
+    try:
+        code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
+    finally:
+        general.GeneralQuestions.shipped.__func__.cache_clear()  # type: ignore[attr-defined]
+    assert code == 1 and checks["meaning"][0] == "fail"
+    assert "general questions are unreadable" in checks["meaning"][1]
+    assert checks["meaning"][1].endswith("→ reinstall arela-index")
 
 
 def test_the_same_checks_as_json(offline_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

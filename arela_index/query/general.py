@@ -1,0 +1,62 @@
+"""Questions about no repository, the yardstick for one that reads like them.
+
+"How do I undo my last git commit but keep the changes?" shares its words, and much of its
+meaning, with any repository that writes about commits: its closest passage is as near as an
+in-scope question's. What gives it away is that a question people ask a general assistant is
+nearer still. `arela_index/data/general/` holds 200 of them (everyday life, homework, office
+software, programming help tied to no project), written for this project without sight of its
+evaluation sets, with their sentence-model vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+import numpy as np
+
+from arela_index.errors import ArelaError
+
+DATA = files("arela_index") / "data" / "general"
+
+
+@dataclass(frozen=True)
+class GeneralQuestions:
+    """Questions about no repository and their unit vectors, row for row.
+
+    >>> general = GeneralQuestions.shipped()
+    >>> cosine, like = general.closest(SentenceModel.shared().embed(["how do I exit vim?"])[0])
+    >>> like, round(cosine, 2)  # doctest: +SKIP
+    ('how do i exit vim', 0.97)
+    """
+
+    texts: tuple[str, ...]
+    vectors: np.ndarray
+
+    @classmethod
+    @cache
+    def shipped(cls) -> GeneralQuestions:
+        """The package's questions, with the vectors `scripts/embed_general_questions.py` wrote
+        for them (embedding 200 questions at each start would cost ~0.7 s)."""
+        try:
+            lines = (DATA / "questions.txt").read_text(encoding="utf-8").splitlines()
+            with (DATA / "vectors.npy").open("rb") as stream:
+                vectors = np.load(stream).astype(np.float32)
+        except (OSError, ValueError) as err:
+            raise ArelaError(
+                f"arela-index's general questions are unreadable ({err}): reinstall arela-index"
+            ) from err
+        texts = tuple(line for line in lines if line.strip() and not line.startswith("#"))
+        if vectors.shape != (len(texts), 384):
+            raise ArelaError(
+                f"arela-index's general questions do not match their vectors ({len(texts)} "
+                f"questions, {vectors.shape[0]} vectors): reinstall arela-index"
+            )
+        return cls(texts, vectors)
+
+    def closest(self, vector: np.ndarray) -> tuple[float, str]:
+        """The largest cosine between `vector` (unit length) and a question, and that question."""
+        cosines = self.vectors @ vector
+        best = int(np.argmax(cosines))
+        return float(cosines[best]), self.texts[best]

@@ -1,0 +1,30 @@
+"""Write arela_index/data/general/vectors.npy: the sentence model's vectors of the general
+questions in questions.txt, in order, as float16 (cosines move by under 0.002).
+
+Run it from the repository root after editing questions.txt; tests/query/test_meaning.py fails
+while the two disagree:
+
+    python scripts/embed_general_questions.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from arela_index.llm.sentence_model import SentenceModel
+
+DATA = Path(__file__).resolve().parent.parent / "arela_index" / "data" / "general"
+
+
+def main() -> None:
+    lines = (DATA / "questions.txt").read_text(encoding="utf-8").splitlines()
+    texts = [line for line in lines if line.strip() and not line.startswith("#")]
+    vectors = SentenceModel.shared().embed(texts)
+    np.save(DATA / "vectors.npy", vectors.astype(np.float16))
+    print(f"{len(texts)} questions → {DATA / 'vectors.npy'}")
+
+
+if __name__ == "__main__":
+    main()
