@@ -238,9 +238,13 @@ class QueryLoop:
             trace.steps = [step for step in trace.steps if step.get("kind") != "abstain"]
             trace.memories = [("code", f"the code means what it asks (closest passage {near:.2f})")]
             nodes = yield from self.router.fetch_steps(["code"], question, trace)
-        elif far := (yield from self._far_steps(question, trace)):
-            trace.add_step("abstain", why=far)
-            return []
+        else:
+            meant = yield from self._far_steps(question, trace)
+            if meant is not None and not meant.met:
+                trace.add_step("abstain", why=meant.why_not())
+                return []
+            # Its words put it in scope, and its meaning is near the code.
+            near = meant.closest if meant is not None else None
         intents = trace.intent_names
         tried = [Attempt(question.text, tuple(trace.memory_names))]
         seen = [frozenset(_ids(nodes))]
@@ -283,9 +287,10 @@ class QueryLoop:
             # nothing retrieved holds them is no evidence it is about another repository.
             missing = not trace.report and missing_names(question, pool)
             worded = not missing and unknown < _FOREIGN
-            near = None
             # A model that judged nothing relevant read more than a cosine does.
-            if nodes and not present and not worded and not self.grader.judges_with_llm:
+            if self.grader.judges_with_llm:
+                near = None
+            elif nodes and not present and not worded and near is None:
                 near = yield from self._near_steps(question, trace)
             if nodes and (present or worded or near is not None):
                 # A question that names code the repository holds, asks in words the repository
@@ -411,25 +416,22 @@ class QueryLoop:
             )
         return out
 
-    def _far_steps(self, question: Question, trace: Trace) -> Steps[str | None]:
-        """Why the question is about something else, when nothing the code memory ranks first
-        comes near its meaning (only for a question that writes no code: see `MeaningCheck`)."""
+    def _far_steps(self, question: Question, trace: Trace) -> Steps[Closeness | None]:
+        """How near the code memory's first candidates come to the question's meaning, against
+        its bar (None for a question that writes code: see `MeaningCheck`)."""
         bar = self.meaning.bar(question, trace) if self.meaning is not None else None
         if bar is None:
             return None
-        closeness = yield from self._judge_steps(question, trace, bar, CANDIDATES)
-        return None if closeness.met else closeness.why_not()
+        return (yield from self._judge_steps(question, trace, bar, CANDIDATES))
 
     def _near_steps(self, question: Question, trace: Trace) -> Steps[float | None]:
         """The closest of the first candidates' cosines when it comes near the question's
         meaning, else None (and None for a pasted report, or with no meaning check)."""
         if self.meaning is None or trace.report:
             return None
-        near, vocabulary = self.meaning.near, self.rewriter.vocabulary
-        # The project's name is near all of its code; what the question asks of it must be.
-        if vocabulary is not None:
-            question = question.rewritten(vocabulary.without_project(question.text))
-        closeness = yield from self._judge_steps(question, trace, near, NEAR_CANDIDATES)
+        closeness = yield from self._judge_steps(
+            question, trace, self.meaning.near, NEAR_CANDIDATES
+        )
         return closeness.closest if closeness.met else None
 
     def _judge_steps(
@@ -438,7 +440,10 @@ class QueryLoop:
         """How near the question comes to the code memory's first `count` candidates, read
         until one reaches `bar` (or the higher bar of a question that reads like a general one)."""
         assert self.meaning is not None
-        check = self.meaning
+        check, vocabulary = self.meaning, self.rewriter.vocabulary
+        # The project's name is near all of its code; what the question asks of it must be.
+        if vocabulary is not None:
+            question = question.rewritten(vocabulary.without_project(question.text))
         candidates = yield from self.router.candidates_steps(question, trace, count)
         with trace.time("meaning"):
             return (

@@ -23,7 +23,7 @@ from arela_index.llm.sentence_model import SentenceModel
 from arela_index.query.general import GeneralQuestions
 from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop
-from arela_index.query.meaning import FAR, MeaningCheck
+from arela_index.query.meaning import FAR, NEAR, MeaningCheck
 from arela_index.query.rewrite import Rewriter
 from arela_index.query.steps import run
 from arela_index.text.question import Question
@@ -170,6 +170,24 @@ def test_what_its_words_leave_unsure_is_answered_when_the_code_means_it(links: P
     assert trace.stage == "meaning" and trace.memory_names == ["code"]
     assert "linkcheck/crawl.py" in [n.node.metadata["file_path"] for n in nodes]
     assert not [step for step in trace.steps if step["kind"] == "abstain"]
+
+
+def test_what_its_words_put_in_scope_and_its_meaning_passed_stands_when_the_grader_drops_it(
+    links: Path,
+) -> None:
+    question = (
+        "our docs site has pages whose links redirect many times; at which point does it stop "
+        "following the redirect chain and what response does it keep?"
+    )
+    nodes, trace = ArelaIndex.load(links, offline=True).as_retriever().retrieve_with_trace(question)
+    assert all(step["kept"] == 0 for step in trace.steps if step["kind"] == "grade")
+    fallback = next(step["why"] for step in trace.steps if step["kind"] == "fallback")
+    closest = re.search(r"the code means what it asks \(closest passage (\d\.\d\d)\)", fallback)
+    # The meaning check it passed keeps it, though no passage among the first 3 is near.
+    assert closest is not None and float(closest[1]) < NEAR
+    assert "linkcheck/crawl.py" in [n.node.metadata["file_path"] for n in nodes]
+    words_only = ArelaIndex.load(links, offline=True, meaning_check=False).as_retriever()
+    assert words_only.retrieve(question) == []  # by words alone, the grader's drop stands
 
 
 class _Counting(SentenceModel):
