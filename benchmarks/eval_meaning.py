@@ -9,7 +9,9 @@ The same sets, checkouts and halves as eval_abstention.py (whose options it take
 `MeaningCheck.bar` has two bars: questions that name no code, and questions that name code only
 in plain words ("Windows" of a windows.py). Prints how many in-scope and out-of-scope asks of each
 fall under each threshold, and the milliseconds the check takes per question when it reads all
-candidates (an in-scope question usually stops at the first few).
+candidates (an in-scope question usually stops at the first few). Then, for the asks over their
+bar, the raise for one that reads like a general question (`general.py`): how many of each a
+resemblance from RESEMBLES up, less MARGIN, would catch.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ import numpy as np
 from eval_abstention import OUT_OF_SCOPE, checkouts, half, read
 
 from arela_index.index import ArelaIndex
+from arela_index.llm.sentence_model import SentenceModel
+from arela_index.query.general import GeneralQuestions
 from arela_index.query.meaning import CANDIDATES, MeaningCheck
 
 THRESHOLDS = {
     "names no code": (0.28, 0.30, 0.32, 0.34),
     "names code in words": (0.16, 0.18, 0.20, 0.22),
 }
+BARS = {"names no code": 0.32, "names code in words": 0.20}  # MeaningCheck's far bars
+RESEMBLES = (0.45, 0.50, 0.55)
+MARGINS = (0.10, 0.15, 0.20)
 
 
 def main() -> None:
@@ -48,8 +55,9 @@ def main() -> None:
     for name in oos_checkouts:
         by_checkout[name] += [(f, False) for f in foreign]
 
-    check = MeaningCheck()
+    check, model, general = MeaningCheck(), SentenceModel.shared(), GeneralQuestions.shipped()
     best: dict[tuple[str, str, bool], list[float]] = defaultdict(list)
+    alike: dict[tuple[str, str, bool], list[float]] = defaultdict(list)  # resemblance, same order
     seconds = 0.0
     for name, questions in by_checkout.items():
         index = ArelaIndex.load(
@@ -62,10 +70,15 @@ def main() -> None:
             if not nodes or trace.written or trace.report:
                 continue
             group = "names code in words" if trace.entities else "names no code"
+            # As the query loop reads it: the project's name is near all of its code.
+            read = index.vocabulary.without_project(text) if index.vocabulary else text
             started = time.perf_counter()
-            cosine = check.closest(text, code.candidates(text, CANDIDATES))
+            cosine = check.closest(read, code.candidates(read, CANDIDATES))
             seconds += time.perf_counter() - started
             best[(group, half(q["id"]), in_scope)].append(cosine)
+            alike[(group, half(q["id"]), in_scope)].append(
+                general.closest(model.embed([read])[0])[0]
+            )
     asked = sum(len(v) for v in best.values())
     print(
         f"{asked} asks answered on words alone that write no code; all candidates read: "
@@ -81,6 +94,28 @@ def main() -> None:
                 print(
                     f"    under {threshold:.2f}: in scope {int((inside < threshold).sum())}, "
                     f"out of scope {int((outside < threshold).sum())}"
+                )
+    print(
+        "reads like a general question: caught besides, over the bar but under resemblance - margin"
+    )
+    for part in ("tune", "heldout"):
+        for resembles in RESEMBLES:
+            for margin in MARGINS:
+                caught = {
+                    in_scope: sum(
+                        BARS[group] <= cosine < resemblance - margin and resemblance >= resembles
+                        for group in THRESHOLDS
+                        for cosine, resemblance in zip(
+                            best[(group, part, in_scope)],
+                            alike[(group, part, in_scope)],
+                            strict=True,
+                        )
+                    )
+                    for in_scope in (True, False)
+                }
+                print(
+                    f"  {part}: from {resembles:.2f}, less {margin:.2f}: in scope {caught[True]}, "
+                    f"out of scope {caught[False]}"
                 )
 
 
