@@ -243,7 +243,8 @@ class QueryLoop:
             if meant is not None and not meant.met:
                 trace.add_step("abstain", why=meant.why_not())
                 return []
-            # Its words put it in scope, and its meaning is near the code.
+            # Its words put it in scope and its meaning passed: should the grader drop every
+            # result, that still stands (below).
             near = meant.closest if meant is not None else None
         intents = trace.intent_names
         tried = [Attempt(question.text, tuple(trace.memory_names))]
