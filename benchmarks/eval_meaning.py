@@ -71,13 +71,13 @@ def main() -> None:
                 continue
             group = "names code in words" if trace.entities else "names no code"
             # As the query loop reads it: the project's name is near all of its code.
-            read = index.vocabulary.without_project(text) if index.vocabulary else text
+            meant = index.vocabulary.without_project(text) if index.vocabulary else text
             started = time.perf_counter()
-            cosine = check.closest(read, code.candidates(read, CANDIDATES))
+            cosine = check.closest(meant, code.candidates(meant, CANDIDATES))
             seconds += time.perf_counter() - started
             best[(group, half(q["id"]), in_scope)].append(cosine)
             alike[(group, half(q["id"]), in_scope)].append(
-                general.closest(model.embed([read])[0])[0]
+                general.closest(model.embed([meant])[0])[0]
             )
     asked = sum(len(v) for v in best.values())
     print(
