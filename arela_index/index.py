@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from llama_index.core.tools import QueryEngineTool
 
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
+    from arela_index.query.meaning import MeaningCheck
     from arela_index.retrievers.audit import AuditLogRetriever
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
@@ -244,6 +245,14 @@ class ArelaIndex:
             return None
 
     @cached_property
+    def _meaning(self) -> MeaningCheck | None:
+        """One meaning check for every retriever and engine of this index: the chunk vectors
+        it keeps are theirs too (keyed by text, so a refresh cannot serve a stale one)."""
+        from arela_index.query.meaning import MeaningCheck
+
+        return MeaningCheck() if self.config.meaning_check else None
+
+    @cached_property
     def term_weights(self) -> Any:
         """How informative each word is here (idf over the code memory): the grader's evidence.
         Counted from the chunk index's vocabulary and column pointers alone: every question is
@@ -341,7 +350,6 @@ class ArelaIndex:
         from arela_index.query.engines import ArelaRetriever
         from arela_index.query.grading import RelevanceGrader
         from arela_index.query.loop import QueryLoop
-        from arela_index.query.meaning import MeaningCheck
         from arela_index.query.recent import RecentAnswers
         from arela_index.query.rewrite import Rewriter
         from arela_index.retrievers.router import build_router
@@ -377,7 +385,7 @@ class ArelaIndex:
                 grader,
                 rewriter,
                 max_retries=self.config.max_retries,
-                meaning=MeaningCheck() if self.config.meaning_check else None,
+                meaning=self._meaning,
             ),
             # With a model, answers hang on its (cached) decisions and its health: not kept.
             recent=RecentAnswers() if llm is None else None,

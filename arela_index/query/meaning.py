@@ -12,6 +12,7 @@ that: "how do I make a pivot table in Google Sheets?" is 0.43 from a SQL linter'
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -46,7 +47,7 @@ RESEMBLES = 0.50
 # ... needs a passage no further than this under it: on the tune halves, 0.10 to 0.15 catch the same
 # 16 more out-of-scope asks and lose no in-scope question; 0.20 catches 4 fewer.
 MARGIN = 0.15
-_CACHED = 20_000  # chunk vectors kept (30 MB): a session asks about the same code again
+_CACHED = 20_000  # chunk vectors kept (30 MB): the index's engines ask about the same code again
 _ASKED = 64  # question vectors kept: each is read by the far or near check, and maybe both
 
 
@@ -170,14 +171,24 @@ class MeaningCheck:
         return asked
 
     def _passages(self, model: SentenceModel, nodes: Sequence[NodeWithScore]) -> np.ndarray:
+        keys = [_key(n) for n in nodes]
         with self._lock:
-            missing = {n.node.node_id: n for n in nodes if n.node.node_id not in self._vectors}
+            missing = {k: n for k, n in zip(keys, nodes, strict=True) if k not in self._vectors}
         embedded = model.embed([n.node.get_content() for n in missing.values()])
         with self._lock:
             self._vectors.update(zip(missing, embedded, strict=True))
-            passages = np.stack([self._vectors[n.node.node_id] for n in nodes])
-            for n in nodes:
-                self._vectors.move_to_end(n.node.node_id)
+            passages = np.stack([self._vectors[k] for k in keys])
+            for k in keys:
+                self._vectors.move_to_end(k)
             while len(self._vectors) > _CACHED:
                 self._vectors.popitem(last=False)
         return passages
+
+
+def _key(node: NodeWithScore) -> str:
+    """A chunk's vector's key: its id names a span of a file, not its text, and a refreshed file
+    keeps the ids of its chunks."""
+    digest = hashlib.blake2b(
+        node.node.get_content().encode("utf-8", "surrogatepass"), digest_size=8
+    )
+    return f"{node.node.node_id}:{digest.hexdigest()}"

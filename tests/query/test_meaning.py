@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
 from support.engine_repos import ScriptedModel
 from support.fake_ollama import FakeOllama
 from support.gitrepo import GitRepo
@@ -214,6 +215,21 @@ def test_a_session_embeds_each_passage_once(links: Path) -> None:
     assert once > 1 and model.texts == once  # the same question again: nothing
     check.closest("how are redirects followed?", candidates)
     assert model.texts == once + 1  # another question over the same passages: only it
+
+
+def test_an_indexs_engines_share_its_chunk_vectors_and_a_changed_chunk_is_read_again(
+    links: Path,
+) -> None:
+    index = ArelaIndex.load(links, offline=True)
+    assert index.as_retriever().loop.meaning is index.as_retriever().loop.meaning
+    model = _Counting()
+    check, question = MeaningCheck(model), "how does it decide that a link is broken?"
+    first = index.code_retriever().candidates(question, 1)[0]
+    before = check.closest(question, [first])
+    # A refresh keeps a chunk's id (its file and lines) when only its text changed.
+    changed = NodeWithScore(node=TextNode(id_=first.node.node_id, text="def bake(bread): ..."))
+    embedded = model.texts
+    assert check.closest(question, [changed]) < before and model.texts == embedded + 1
 
 
 def test_a_question_for_the_history_is_not_judged_by_the_codes_meaning(links: Path) -> None:
