@@ -54,7 +54,7 @@ _ASKED = 64  # question vectors kept: each is read by the far or near check, and
 @dataclass(frozen=True)
 class Closeness:
     """How near a question came to the passages read: `closest` against the `bar` it had to
-    reach. That is the loop's `asked` bar, raised when the question resembles `like`, a general
+    reach. That is the loop's `base` bar, raised when the question resembles `like`, a general
     question, that much (`resemblance`).
 
     >>> Closeness(0.43, 0.67, 0.32, "how do I make a pivot table in Excel?", 0.82).met
@@ -63,7 +63,7 @@ class Closeness:
 
     closest: float
     bar: float
-    asked: float
+    base: float
     like: str | None = None
     resemblance: float = 0.0
 
@@ -73,7 +73,7 @@ class Closeness:
 
     def why_not(self) -> str:
         """Why the question is about something else (when the bar is not met)."""
-        if self.like is not None and self.closest >= self.asked:
+        if self.like is not None and self.closest >= self.base:
             return (
                 f'it reads like a question about no repository ("{self.like}", '
                 f"{self.resemblance:.2f}), and nothing in the repository comes as near "
@@ -81,7 +81,7 @@ class Closeness:
             )
         return (
             f"nothing in the repository means what the question asks "
-            f"(closest passage {self.closest:.2f}, under {self.asked:.2f})"
+            f"(closest passage {self.closest:.2f}, under {self.base:.2f})"
         )
 
 
@@ -98,17 +98,9 @@ class MeaningCheck:
     True
     """
 
-    def __init__(
-        self,
-        model: SentenceModel | None = None,
-        far: float = FAR,
-        far_named_in_words: float = FAR_NAMED_IN_WORDS,
-        near: float = NEAR,
-        general: GeneralQuestions | None = None,
-    ) -> None:
-        self.far, self.far_named_in_words, self.near = far, far_named_in_words, near
+    def __init__(self, model: SentenceModel | None = None, near: float = NEAR) -> None:
+        self.near = near
         self._model = model
-        self._general = general
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._asked: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -120,14 +112,14 @@ class MeaningCheck:
         asking and of time, which no search looks for)."""
         if trace.written or trace.report or not question.terms:
             return None
-        return self.far_named_in_words if trace.entities else self.far
+        return FAR_NAMED_IN_WORDS if trace.entities else FAR
 
     def judge(self, question: str, nodes: Sequence[NodeWithScore], bar: float) -> Closeness:
         """How near `question` comes to the nodes, against `bar`, raised to `MARGIN` under the
         general question it resembles from `RESEMBLES` up."""
         model = self._load()
         asked = self._question(model, question)
-        resemblance, like = (self._general or GeneralQuestions.shipped()).closest(asked)
+        resemblance, like = GeneralQuestions.shipped().closest(asked)
         if resemblance < RESEMBLES or resemblance - MARGIN <= bar:
             return Closeness(self._closest(model, asked, nodes, bar), bar, bar)
         raised = resemblance - MARGIN
