@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+from pathlib import Path
 
 import numpy as np
 
 from arela_index.errors import ArelaError
 
-DATA = files("arela_index") / "data" / "general"
+DATA = Path(__file__).parent.parent / "data" / "general"
 
 
 @dataclass(frozen=True)
@@ -36,28 +36,32 @@ class GeneralQuestions:
     vectors: np.ndarray
 
     @classmethod
-    @cache
     def shipped(cls) -> GeneralQuestions:
         """The package's questions, with the vectors `scripts/embed_general_questions.py` wrote
-        for them (embedding 200 questions at each start would cost ~0.7 s)."""
-        try:
-            lines = (DATA / "questions.txt").read_text(encoding="utf-8").splitlines()
-            with (DATA / "vectors.npy").open("rb") as stream:
-                vectors = np.load(stream).astype(np.float32)
-        except (OSError, ValueError) as err:
-            raise ArelaError(
-                f"arela-index's general questions are unreadable ({err}): reinstall arela-index"
-            ) from err
-        texts = tuple(line for line in lines if line.strip() and not line.startswith("#"))
-        if vectors.shape != (len(texts), 384):
-            raise ArelaError(
-                f"arela-index's general questions do not match their vectors ({len(texts)} "
-                f"questions, {vectors.shape[0]} vectors): reinstall arela-index"
-            )
-        return cls(texts, vectors)
+        for them (embedding 200 questions at each start would cost ~0.7 s); read once."""
+        return _read(DATA)
 
     def closest(self, vector: np.ndarray) -> tuple[float, str]:
         """The largest cosine between `vector` (unit length) and a question, and that question."""
         cosines = self.vectors @ vector
         best = int(np.argmax(cosines))
         return float(cosines[best]), self.texts[best]
+
+
+@cache
+def _read(folder: Path) -> GeneralQuestions:
+    try:
+        lines = (folder / "questions.txt").read_text(encoding="utf-8").splitlines()
+        with (folder / "vectors.npy").open("rb") as stream:
+            vectors = np.load(stream).astype(np.float32)
+    except (OSError, ValueError) as err:
+        raise ArelaError(
+            f"arela-index's general questions are unreadable ({err}): reinstall arela-index"
+        ) from err
+    texts = tuple(line for line in lines if line.strip() and not line.startswith("#"))
+    if vectors.shape != (len(texts), 384):
+        raise ArelaError(
+            f"arela-index's general questions do not match their vectors ({len(texts)} "
+            f"questions, {vectors.shape[0]} vectors): reinstall arela-index"
+        )
+    return GeneralQuestions(texts, vectors)

@@ -112,11 +112,7 @@ def test_missing_general_questions_are_a_failure_that_says_what_to_do(
     tmp_path: Path,
 ) -> None:
     monkeypatch.setattr(general, "DATA", tmp_path)
-    general.GeneralQuestions.shipped.__func__.cache_clear()  # type: ignore[attr-defined]
-    try:
-        code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
-    finally:
-        general.GeneralQuestions.shipped.__func__.cache_clear()  # type: ignore[attr-defined]
+    code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
     assert code == 1 and checks["meaning"][0] == "fail"
     assert "general questions are unreadable" in checks["meaning"][1]
     assert checks["meaning"][1].endswith("→ reinstall arela-index")
