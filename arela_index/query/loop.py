@@ -431,15 +431,16 @@ class QueryLoop:
         if self.meaning is None or trace.report:
             return None
         closeness = yield from self._judge_steps(
-            question, trace, self.meaning.near, NEAR_CANDIDATES
+            question, trace, self.meaning.near, NEAR_CANDIDATES, where_matched=True
         )
         return closeness.closest if closeness.met else None
 
     def _judge_steps(
-        self, question: Question, trace: Trace, bar: float, count: int
+        self, question: Question, trace: Trace, bar: float, count: int, where_matched: bool = False
     ) -> Steps[Closeness]:
         """How near the question comes to the code memory's first `count` candidates, read
-        until one reaches `bar` (or the higher bar of a question that reads like a general one)."""
+        until one reaches `bar` (or the higher bar of a question that reads like a general one),
+        each from its head or `where_matched` (see `MeaningCheck.judge`)."""
         assert self.meaning is not None
         check, vocabulary = self.meaning, self.rewriter.vocabulary
         # The project's name is near all of its code; what the question asks of it must be.
@@ -449,8 +450,8 @@ class QueryLoop:
         with trace.time("meaning"):
             return (
                 yield Call(
-                    lambda: check.judge(question.text, candidates, bar),
-                    lambda: offload(check.judge, question.text, candidates, bar),
+                    lambda: check.judge(question.text, candidates, bar, where_matched),
+                    lambda: offload(check.judge, question.text, candidates, bar, where_matched),
                 )
             )
 

@@ -2,7 +2,8 @@
 
 Words cannot tell "how do I undo my last git commit?" from a question about this repository when
 every one of its words is one the repository writes. A contextual sentence model can: the
-question's cosine to the code memory's best candidates (their first 128 tokens). Measured on the
+question's cosine to the code memory's best candidates (their first 128 tokens; for a question its
+words left unsure, the 128 where its words are). Measured on the
 tune halves of `benchmarks/eval_abstention.py` (questions answered on words alone, naming no code):
 no in-scope question under 0.32, two thirds of the out-of-scope asks under it. A question that
 reads like one people ask a general assistant (`general.py`) must come nearer the repository than
@@ -23,8 +24,10 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.llm.sentence_model import SentenceModel
 from arela_index.query.general import GeneralQuestions
+from arela_index.query.node_text import NodeText
+from arela_index.query.term_weights import TermWeights
 from arela_index.query.trace import Trace
-from arela_index.text.question import Question
+from arela_index.text.question import Question, content_terms
 
 # Candidates a question is compared with: the sparse ranking's first 30 chunks. The first 5 or 10
 # lost in-scope questions whose closest passage ranks lower (tune halves: 13 and 8 more abstained).
@@ -39,7 +42,12 @@ FAR_NAMED_IN_WORDS = 0.20
 NEAR = 0.50
 # ... among the first 3: on the tune halves each question it kept was near its first or second,
 # while "how old is the great sphinx of giza" met a close passage only at the 11th. Reading 3,
-# not 30, is also what keeps an ask that is out of scope fast (~50 ms, not ~370).
+# not 30, is also what keeps an ask that is out of scope fast (~50 ms, not ~370). Each is read
+# where the question's words are: "do the temporary test directories pile up forever?" is 0.53
+# from the paragraph of pytest's tmpdir.rst that removes all but 3, 0.48 from its first 128
+# tokens (development questions: 3 of 22 abstentions answered; tune halves: 1 more ask answered
+# out of scope). The far check's bar was set on heads: read where the words are, 8 more of the
+# tune halves' out-of-scope asks would pass it, and none of their in-scope ones was held back.
 NEAR_CANDIDATES = 3
 # A question this near a general one (tune halves: in-scope questions reach 0.64, "will it turn my
 # 'single quoted' strings into double quotes?" of black, whose passages come to 0.57)...
@@ -114,30 +122,43 @@ class MeaningCheck:
             return None
         return FAR_NAMED_IN_WORDS if trace.entities else FAR
 
-    def judge(self, question: str, nodes: Sequence[NodeWithScore], bar: float) -> Closeness:
+    def judge(
+        self,
+        question: str,
+        nodes: Sequence[NodeWithScore],
+        bar: float,
+        where_matched: bool = False,
+    ) -> Closeness:
         """How near `question` comes to the nodes, against `bar`, raised to `MARGIN` under the
-        general question it resembles from `RESEMBLES` up."""
+        general question it resembles from `RESEMBLES` up. Each node is read from its head, or
+        `where_matched`: in the window that holds most of the question's words."""
         model = self._load()
         asked = self._question(model, question)
+        stems = TermWeights.stems(content_terms(question)) if where_matched else None
         resemblance, like = GeneralQuestions.shipped().closest(asked)
         if resemblance < RESEMBLES or resemblance - MARGIN <= bar:
-            return Closeness(self._closest(model, asked, nodes, bar), bar, bar)
+            return Closeness(self._closest(model, asked, stems, nodes, bar), bar, bar)
         raised = resemblance - MARGIN
-        closest = self._closest(model, asked, nodes, raised)
+        closest = self._closest(model, asked, stems, nodes, raised)
         return Closeness(closest, raised, bar, like, resemblance)
 
     def closest(self, question: str, nodes: Sequence[NodeWithScore], enough: float = 1.0) -> float:
         """The largest cosine between `question` and a node's text (0.0 for no nodes), read until
         one reaches `enough`."""
         model = self._load()
-        return self._closest(model, self._question(model, question), nodes, enough)
+        return self._closest(model, self._question(model, question), None, nodes, enough)
 
     def _load(self) -> SentenceModel:
         self._model = self._model or SentenceModel.shared()
         return self._model
 
     def _closest(
-        self, model: SentenceModel, asked: np.ndarray, nodes: Sequence[NodeWithScore], enough: float
+        self,
+        model: SentenceModel,
+        asked: np.ndarray,
+        stems: Sequence[str] | None,
+        nodes: Sequence[NodeWithScore],
+        enough: float,
     ) -> float:
         """Nodes are read in order, in batches of 1, 2, 4, ..., until one reaches `enough`: each
         costs ~12 ms on two cores, and a question about the repository is usually near the first
@@ -146,7 +167,7 @@ class MeaningCheck:
         best, start, size = 0.0, 0, 1
         while start < len(nodes) and best < enough:
             batch = nodes[start : start + size]
-            best = max(best, float((self._passages(model, batch) @ asked).max()))
+            best = max(best, float((self._passages(model, batch, stems) @ asked).max()))
             start, size = start + size, 2 * size
         return best
 
@@ -162,11 +183,23 @@ class MeaningCheck:
                 self._asked.popitem(last=False)
         return asked
 
-    def _passages(self, model: SentenceModel, nodes: Sequence[NodeWithScore]) -> np.ndarray:
-        keys = [_key(n) for n in nodes]
+    def _passages(
+        self, model: SentenceModel, nodes: Sequence[NodeWithScore], stems: Sequence[str] | None
+    ) -> np.ndarray:
+        """Of each node, its head (what the model reads of the whole text) or, given the
+        question's `stems`, the window that holds most of them."""
+        texts: dict[str, str] = {}
+        for node in nodes:
+            if stems is None:
+                texts[f"{_key(node)}:0"] = node.node.get_content()
+                continue
+            windows = model.windows(node.node.get_content())
+            at = _matched(windows, stems)
+            texts[f"{_key(node)}:{at}"] = windows[at]
+        keys = list(texts)
         with self._lock:
-            missing = {k: n for k, n in zip(keys, nodes, strict=True) if k not in self._vectors}
-        embedded = model.embed([n.node.get_content() for n in missing.values()])
+            missing = {k: texts[k] for k in keys if k not in self._vectors}
+        embedded = model.embed(list(missing.values()))
         with self._lock:
             self._vectors.update(zip(missing, embedded, strict=True))
             passages = np.stack([self._vectors[k] for k in keys])
@@ -175,6 +208,12 @@ class MeaningCheck:
             while len(self._vectors) > _CACHED:
                 self._vectors.popitem(last=False)
         return passages
+
+
+def _matched(windows: Sequence[str], stems: Sequence[str]) -> int:
+    """The first of the windows holding the most of `stems`."""
+    held = [sum(map(NodeText(w).has_stem, stems)) for w in windows]
+    return held.index(max(held))
 
 
 def _key(node: NodeWithScore) -> str:

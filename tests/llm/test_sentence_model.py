@@ -33,6 +33,18 @@ def test_a_word_means_what_its_sentence_makes_it_mean() -> None:
     assert theme @ poem > theme @ html
 
 
+def test_a_long_text_is_read_whole_in_overlapping_windows() -> None:
+    model = SentenceModel.shared()
+    text = " ".join(f"word{i}" for i in range(300))
+    windows = model.windows(text)
+    starts = [text.index(w) for w in windows]
+    assert len(windows) > 1 and starts[0] == 0 and windows[-1].endswith("word299")
+    for start, before, after in zip(starts, windows, starts[1:], strict=False):
+        assert start < after < start + len(before)  # each begins inside the one before it
+    # Each is what the model reads whole: no longer than its tokens.
+    assert all(len(model._tokenizer.encode(w).ids) <= model.tokens for w in windows)
+
+
 def test_a_missing_tokenizer_is_one_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -90,6 +90,27 @@ def read_sheet(path):
 '''
 
 
+# The answer to "how many redirects does it follow?" is past the first 128 tokens of its section.
+GUIDE = """# linkcheck
+
+Find broken links on your website and fix them.
+
+## Usage
+
+Install linkcheck with pip, then point it at the address of your site: it starts from the home
+page, reads every page it can reach on the same host, and checks each link it finds there. Pages
+on other hosts are checked too, but never crawled further. The report lists each broken link with
+the page it was found on, its status code and the line of the page's HTML, as plain text or JSON.
+A configuration file in the site's root can list addresses to skip, such as login pages, and the
+number of pages fetched at once. Run it in your deployment pipeline to fail a build that would
+publish broken links.
+
+A link that answers with a redirect is followed to where it leads. Redirects are followed up to
+ten times for each link; after the tenth, linkcheck gives up and reports the link as broken, so an
+endless redirect loop cannot hang a crawl.
+"""
+
+
 def indexed(root: Path, name: str, files: dict[str, str | bytes], message: str) -> Path:
     """`files` committed to a new repository `name` under `root`, indexed offline: the index."""
     repo = GitRepo(root / name)
@@ -104,6 +125,12 @@ def links(tmp_path_factory: pytest.TempPathFactory) -> Path:
     readme = "# linkcheck\n\nFind broken links on your website and fix them.\n"
     files = {"linkcheck/crawl.py": CRAWL, "linkcheck/fetch.py": FETCH, "README.md": readme}
     return indexed(tmp_path_factory.mktemp("meaning"), "linkcheck", files, "link checker")
+
+
+@pytest.fixture(scope="module")
+def guide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    files = {"linkcheck/crawl.py": CRAWL, "linkcheck/fetch.py": FETCH, "README.md": GUIDE}
+    return indexed(tmp_path_factory.mktemp("guide"), "linkcheck", files, "link checker")
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +198,20 @@ def test_what_its_words_leave_unsure_is_answered_when_the_code_means_it(links: P
     assert trace.stage == "meaning" and trace.memory_names == ["code"]
     assert "linkcheck/crawl.py" in [n.node.metadata["file_path"] for n in nodes]
     assert not [step for step in trace.steps if step["kind"] == "abstain"]
+
+
+def test_what_its_words_leave_unsure_is_read_where_its_words_are_in_a_long_passage(
+    guide: Path,
+) -> None:
+    question = "how many redirects does it follow before giving up?"
+    index = ArelaIndex.load(guide, offline=True)
+    nodes, trace = index.as_retriever().retrieve_with_trace(question)
+    assert trace.stage == "meaning"
+    assert "README.md" in [n.node.metadata["file_path"] for n in nodes]
+    # The section's first 128 tokens (install, crawl, report) are not what it asks.
+    readme = next(c for c in index.code.chunks if c.metadata["file_path"] == "README.md")
+    head = NodeWithScore(node=TextNode(text=readme.get_content()), score=1.0)
+    assert MeaningCheck().closest(question, [head]) < NEAR
 
 
 def test_what_its_words_put_in_scope_and_its_meaning_passed_stands_when_the_grader_drops_it(
