@@ -3,12 +3,12 @@
 Words cannot tell "how do I undo my last git commit?" from a question about this repository when
 every one of its words is one the repository writes. A contextual sentence model can: the
 question's cosine to the code memory's best candidates (their first 128 tokens; for a question its
-words left unsure, the 128 where its words are). Measured on the
-tune halves of `benchmarks/eval_abstention.py` (questions answered on words alone, naming no code):
-no in-scope question under 0.32, two thirds of the out-of-scope asks under it. A question that
-reads like one people ask a general assistant (`general.py`) must come nearer the repository than
-that: "how do I make a pivot table in Google Sheets?" is 0.43 from a SQL linter's pivot grammar,
-0.82 from "how do I make a pivot table in Excel from my sales data?".
+words left unsure, the 128 that hold most of its words). Measured on the tune halves of
+`benchmarks/eval_abstention.py` (questions answered on words alone, naming no code): no in-scope
+question under 0.32, two thirds of the out-of-scope asks under it. A question that reads like one
+people ask a general assistant (`general.py`) must come nearer the repository than that: "how do
+I make a pivot table in Google Sheets?" is 0.43 from a SQL linter's pivot grammar, 0.82 from "how
+do I make a pivot table in Excel from my sales data?".
 """
 
 from __future__ import annotations
