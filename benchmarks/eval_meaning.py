@@ -11,7 +11,9 @@ in plain words ("Windows" of a windows.py). Prints how many in-scope and out-of-
 fall under each threshold, and the milliseconds the check takes per question when it reads all
 candidates (an in-scope question usually stops at the first few). Then, for the asks over their
 bar, the raise for one that reads like a general question (`general.py`): how many of each a
-resemblance from RESEMBLES up, less MARGIN, would catch.
+resemblance from RESEMBLES up, less MARGIN, would catch. Last, for the asks its words leave unsure
+(where an LLM would be asked online), how many reach the near bar among the first candidates,
+each read from its first 128 tokens and where the question's words are (`MeaningCheck.judge`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from eval_abstention import OUT_OF_SCOPE, checkouts, half, read
 from arela_index.index import ArelaIndex
 from arela_index.llm.sentence_model import SentenceModel
 from arela_index.query.general import GeneralQuestions
-from arela_index.query.meaning import CANDIDATES, MeaningCheck
+from arela_index.query.meaning import CANDIDATES, NEAR, NEAR_CANDIDATES, MeaningCheck
 
 THRESHOLDS = {
     "names no code": (0.28, 0.30, 0.32, 0.34),
@@ -58,6 +60,7 @@ def main() -> None:
     check, model, general = MeaningCheck(), SentenceModel.shared(), GeneralQuestions.shipped()
     best: dict[tuple[str, str, bool], list[float]] = defaultdict(list)
     alike: dict[tuple[str, str, bool], list[float]] = defaultdict(list)  # resemblance, same order
+    near: dict[tuple[str, bool], list[tuple[bool, bool]]] = defaultdict(list)  # heads, matched
     seconds = 0.0
     for name, questions in by_checkout.items():
         index = ArelaIndex.load(
@@ -67,11 +70,21 @@ def main() -> None:
         for q, in_scope in questions:
             text = q["question"]
             nodes, trace = retriever.retrieve_with_trace(text)
-            if not nodes or trace.written or trace.report:
+            if trace.written or trace.report:
                 continue
-            group = "names code in words" if trace.entities else "names no code"
             # As the query loop reads it: the project's name is near all of its code.
             meant = index.vocabulary.without_project(text) if index.vocabulary else text
+            if not nodes:
+                if trace.out_of_scope and trace.needs_llm:
+                    first = code.candidates(meant, NEAR_CANDIDATES)
+                    near[(half(q["id"]), in_scope)].append(
+                        (
+                            check.judge(meant, first, NEAR).met,
+                            check.judge(meant, first, NEAR, True).met,
+                        )
+                    )
+                continue
+            group = "names code in words" if trace.entities else "names no code"
             started = time.perf_counter()
             cosine = check.closest(meant, code.candidates(meant, CANDIDATES))
             seconds += time.perf_counter() - started
@@ -117,6 +130,15 @@ def main() -> None:
                     f"  {part}: from {resembles:.2f}, less {margin:.2f}: in scope {caught[True]}, "
                     f"out of scope {caught[False]}"
                 )
+    print(f"left unsure by words: reach {NEAR:.2f} among the first {NEAR_CANDIDATES} candidates")
+    for part in ("tune", "heldout"):
+        for in_scope in (True, False):
+            met = near[(part, in_scope)]
+            print(
+                f"  {part}, {'in scope' if in_scope else 'out of scope'}: {len(met)} asks; "
+                f"read from the head {sum(h for h, _ in met)}, where its words are "
+                f"{sum(m for _, m in met)}"
+            )
 
 
 if __name__ == "__main__":
