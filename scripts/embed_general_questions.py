@@ -9,21 +9,16 @@ while the two disagree:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from arela_index.llm.sentence_model import SentenceModel
-
-DATA = Path(__file__).resolve().parent.parent / "arela_index" / "data" / "general"
+from arela_index.query.general import DATA, texts
 
 
 def main() -> None:
-    lines = (DATA / "questions.txt").read_text(encoding="utf-8").splitlines()
-    texts = [line for line in lines if line.strip() and not line.startswith("#")]
-    vectors = SentenceModel.shared().embed(texts)
+    vectors = SentenceModel.shared().embed(list(texts()))
     np.save(DATA / "vectors.npy", vectors.astype(np.float16))
-    print(f"{len(texts)} questions → {DATA / 'vectors.npy'}")
+    print(f"{len(vectors)} questions → {DATA / 'vectors.npy'}")
 
 
 if __name__ == "__main__":

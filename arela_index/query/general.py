@@ -48,20 +48,25 @@ class GeneralQuestions:
         return float(cosines[best]), self.texts[best]
 
 
+def texts(folder: Path = DATA) -> tuple[str, ...]:
+    """The questions of `folder`'s questions.txt, in order (a line starting with # is a note)."""
+    lines = (folder / "questions.txt").read_text(encoding="utf-8").splitlines()
+    return tuple(line for line in lines if line.strip() and not line.startswith("#"))
+
+
 @cache
 def _read(folder: Path) -> GeneralQuestions:
     try:
-        lines = (folder / "questions.txt").read_text(encoding="utf-8").splitlines()
+        questions = texts(folder)
         with (folder / "vectors.npy").open("rb") as stream:
             vectors = np.load(stream).astype(np.float32)
     except (OSError, ValueError) as err:
         raise ArelaError(
             f"arela-index's general questions are unreadable ({err}): reinstall arela-index"
         ) from err
-    texts = tuple(line for line in lines if line.strip() and not line.startswith("#"))
-    if vectors.shape != (len(texts), 384):
+    if vectors.shape != (len(questions), 384):
         raise ArelaError(
-            f"arela-index's general questions do not match their vectors ({len(texts)} "
+            f"arela-index's general questions do not match their vectors ({len(questions)} "
             f"questions, {vectors.shape[0]} vectors): reinstall arela-index"
         )
-    return GeneralQuestions(texts, vectors)
+    return GeneralQuestions(questions, vectors)
