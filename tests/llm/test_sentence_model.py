@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
 from arela_index.errors import ArelaError
 from arela_index.llm import sentence_model
@@ -42,7 +43,9 @@ def test_a_long_text_is_read_whole_in_overlapping_windows() -> None:
     for start, before, after in zip(starts, windows, starts[1:], strict=False):
         assert start < after < start + len(before)  # each begins inside the one before it
     # Each is what the model reads whole: no longer than its tokens.
-    assert all(len(model._tokenizer.encode(w).ids) <= model.tokens for w in windows)
+    whole = Tokenizer.from_file(str(sentence_model.TOKENIZER))
+    whole.no_truncation()  # the file's own setting cuts at 128 too
+    assert all(len(whole.encode(w).ids) <= model.tokens for w in windows)
 
 
 def test_a_missing_tokenizer_is_one_clear_error(
