@@ -24,7 +24,8 @@ sample is printed with each piece's code, in order, with reserves: the writer re
 writes one question per piece, skipping (and noting) a piece that allows none, taking the next.
 
 `fixes` walks `--span` first-parent commits back from `--head` and keeps those whose message
-says fix/bug/regression or cites an issue, that change 1-3 non-test source files (tests, docs and
+says fix/bug/regression or cites an issue (a squash merge's trailing "(#123)" and a merge's
+"Merge pull request #123" name a pull request and do not count), that change 1-3 non-test source files (tests, docs and
 release notes may change too), whose change to those files still applies to the checkout at the
 parent of the oldest commit kept (the anchor, the one checkout the whole set needs), and whose
 files all exist there. A seeded sample of `--count` is printed with message and diff stat.
@@ -33,7 +34,9 @@ files all exist there. A seeded sample of `--count` is printed with message and 
 `about_tests`; the gold files exist at `base_commit`; and the question leaks nothing: for a row
 with `source.symbol`, no part of the symbol's name (snake_case/CamelCase split) that is rare in
 English (wordfreq Zipf < RARE_ZIPF, or a part of three letters or fewer that is not a word) nor the
-whole name (when it has several parts) appears verbatim; for every row (but `named`), no component of a gold path (folders,
+whole name (when it has several parts) appears verbatim; for an `issue` row, neither a gold file's path, its name nor its dotted module path
+(a report names the API it calls, not the file that was fixed); for the other rows (but
+`named`), no component of a gold path (folders,
 the file's stem, and the stem's parts that are rare in English) appears verbatim, except the repository's own name and test
 folders' generic names. Case-insensitive, on word boundaries.
 """
@@ -230,14 +233,16 @@ def fix_of(mirror: Path, commit: str, parent: str) -> Fix | None:
         (ln for ln in message.splitlines() if ln.strip() and not ln.startswith("Merge ")),
         "",
     )
-    if not FIX.search(message) or NOT_A_FIX.search(subject.strip()):
+    # a squash merge's "(#123)" names its pull request, not an issue it fixes
+    said = re.sub(r"\s*\(#\d+\)\s*$", "", message.replace("Merge pull request #", ""), flags=re.M)
+    if not FIX.search(said) or NOT_A_FIX.search(subject.strip()):
         return None
     changed = git(mirror, "diff", "--name-only", parent, commit).split()
     source = [f for f in changed if f.endswith(SOURCE_EXT) and not is_test_path(f)]
     others = [
         f for f in changed if f not in source and not is_test_path(f) and f.endswith(SOURCE_EXT)
     ]
-    if not 1 <= len(source) <= 3 or others or SKIP_DIRS.search(" ".join(source)):
+    if not 1 <= len(source) <= 3 or others or any(SKIP_DIRS.search(f) for f in source):
         return None
     return Fix(commit, parent, tuple(source), message)
 
@@ -275,9 +280,11 @@ def fixes(args: argparse.Namespace) -> None:
     ]
     for i, f in enumerate(chosen):
         stat = git(mirror, "diff", "--stat=120", f.parent, f.commit).strip()
+        diff = git(mirror, "diff", "-U1", f.parent, f.commit, "--", *f.files).splitlines()
         out.append(
             f"\n## fix-{i + 1}: {f.commit} (parent {f.parent[:10]}) gold {', '.join(f.files)}"
             f"\n```\n{f.message[:3000]}\n```\n```\n{stat}\n```"
+            f"\n```diff\n" + "\n".join(diff[: args.diff_lines]) + "\n```"
         )
     Path(args.out).write_text("\n".join(out) + "\n")
     print(f"{len(found)} fixes, {len(usable)} apply at {anchor[:10]}; written to {args.out}")
@@ -322,10 +329,19 @@ PIECE = re.compile(
 )
 
 
+FIXES_HEADER = re.compile(r"^# (?P<repo>\S+): .* anchor (?P<commit>[0-9a-f]{40})", re.M)
+FIX_PIECE = re.compile(
+    r"^## (?P<id>fix-\d+): (?P<commit>[0-9a-f]{40}) \(parent (?P<parent>[0-9a-f]+)\) gold (?P<gold>.+)$",
+    re.M,
+)
+
+
 def compose(args: argparse.Namespace) -> None:
-    """SET.jsonl from a `sample` listing and the questions written for it, one `ID<TAB>question`
-    a line (`ID<TAB>SKIP reason` for a piece that allows none)."""
+    """SET.jsonl from a `sample` or `fixes` listing and the questions written for it, one
+    `ID<TAB>question` a line (`ID<TAB>SKIP reason` for a piece that allows none)."""
     listing = Path(args.samples).read_text()
+    if FIXES_HEADER.search(listing):
+        return compose_fixes(args, listing)
     head = HEADER.search(listing)
     if not head:
         raise SystemExit(f"{args.samples}: no '# owner/name at SHA:' header")
@@ -355,6 +371,38 @@ def compose(args: argparse.Namespace) -> None:
                     "symbol": m["symbol"],
                     "lines": [int(m["start"]), int(m["end"])],
                 },
+            }
+        )
+    Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{len(rows)} questions to {args.out}; skipped {len(skipped)}: {'; '.join(skipped)}")
+
+
+def compose_fixes(args: argparse.Namespace, listing: str) -> None:
+    head = FIXES_HEADER.search(listing)
+    assert head
+    sampled = {m["id"]: m for m in FIX_PIECE.finditer(listing)}
+    name = head["repo"].split("/")[1]
+    rows, skipped = [], []
+    for line in Path(args.written).read_text().splitlines():
+        if not line.strip():
+            continue
+        pid, question = line.split("\t", 1)
+        if question.startswith("SKIP"):
+            skipped.append(f"{pid} ({question[5:]})")
+            continue
+        m = sampled[pid]
+        gold = m["gold"].split(", ")
+        rows.append(
+            {
+                "id": f"{name}-{pid}",
+                "repo": head["repo"],
+                "base_commit": head["commit"],
+                "question": question.strip(),
+                "expect": "code",
+                "kind": "issue",
+                "about_tests": False,
+                "gold": {"files": gold},
+                "source": {"fix_commit": m["commit"], "parent": m["parent"]},
             }
         )
     Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
@@ -391,7 +439,14 @@ def leaks(row: dict) -> list[str]:
         if compound and re.search(rf"\b{re.escape(leaf.lower())}\b", text):
             found.append(f"names {leaf}")
         found += [f"symbol part {p!r}" for p in name_parts(symbol) if p in words and rare(p)]
-    if row.get("kind") != "named":
+    if row.get("kind") == "issue":
+        # a bug report names the API it calls, as users do, but not the file that was fixed
+        for path in row["gold"]["files"]:
+            dotted = path.rsplit(".", 1)[0].replace("/", ".").removesuffix(".__init__").lower()
+            for said in (path.lower(), Path(path).name.lower(), dotted):
+                if said in text:
+                    found.append(f"names the file {path} as {said!r}")
+    elif row.get("kind") != "named":
         own = row["repo"].split("/")[1].lower()
         for path in row["gold"]["files"]:
             stem = Path(path).stem.lower()
@@ -468,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--span", type=int, default=600)
     f.add_argument("--count", type=int, default=15)
     f.add_argument("--reserve", type=int, default=8)
+    f.add_argument("--diff-lines", type=int, default=30, help="lines of the fix shown")
     f.add_argument("--seed", type=int, default=30)
     f.add_argument("--out", required=True)
     n = sub.add_parser("named", help="where-is-X questions from definitions")
