@@ -33,8 +33,13 @@ def printable(text: str, limit: int = 300) -> str:
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
+# The advice of an error raised where the repository is unknown; `persist.with_command` makes it
+# the real command where it is known.
+REBUILD = "arela index <repo>"
+
+
 def corrupt(file: object, detail: str) -> IndexProblem:
     """The error for an index file that cannot be read back: names the file and the way out."""
     return IndexProblem(
-        f"index file {file} is unreadable ({detail}); rebuild the index with `arela index <repo>`"
+        f"index file {file} is unreadable ({detail}); rebuild the index with `{REBUILD}`"
     )
