@@ -484,8 +484,8 @@ def check_entries(persist_dir: Path) -> None:
     marked as made by arela, not empty, and holding a name arela never writes."""
     try:
         info = persist_dir.lstat()
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return  # made by the build (or refused then, with why it cannot be written)
     if stat.S_ISLNK(info.st_mode):
         raise _link_refused(persist_dir)
     if not stat.S_ISDIR(info.st_mode):
