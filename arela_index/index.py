@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from llama_index.core.chat_engine.types import BaseChatEngine
     from llama_index.core.tools import QueryEngineTool
 
+    from arela_index.indexing.worktree import WorktreeCheck
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
     from arela_index.query.meaning import MeaningCheck
     from arela_index.retrievers.audit import AuditLogRetriever
@@ -97,8 +98,8 @@ class ArelaIndex:
                 f"dense retrieval is off, sparse only: the vectors are in {recorded}; "
                 "pass that store as vector_store= to use them"
             )
-        self.__dict__.pop("vocabulary", None)
-        self.__dict__.pop("term_weights", None)
+        for made in ("vocabulary", "term_weights", "worktree_check"):
+            self.__dict__.pop(made, None)
 
     @property
     def code(self) -> CodeStore:
@@ -275,6 +276,13 @@ class ArelaIndex:
             return None
 
     @cached_property
+    def worktree_check(self) -> WorktreeCheck:
+        """What keeps answers to the sources the repository's files still hold."""
+        from arela_index.indexing.worktree import WorktreeCheck
+
+        return WorktreeCheck(self.root, self.folder, self.manifest, self.config)
+
+    @cached_property
     def _meaning(self) -> MeaningCheck | None:
         """One meaning check for every retriever and engine of this index: the chunk vectors
         it keeps are theirs too (keyed by text, so a refresh cannot serve a stale one)."""
@@ -424,6 +432,7 @@ class ArelaIndex:
             ),
             # With a model, answers hang on its (cached) decisions and its health: not kept.
             recent=RecentAnswers() if llm is None else None,
+            check=self.worktree_check,
         )
 
     def as_query_engine(

@@ -23,7 +23,7 @@ from llama_index.core.schema import TextNode
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.freshness import Snapshot
+from arela_index.indexing.freshness import Snapshot, built_here
 from arela_index.indexing.health import FAILED, partial_memories
 from arela_index.indexing.persist import (
     Manifest,
@@ -210,6 +210,8 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
         manifest = Manifest.read(folder, verify=False)
         if manifest.repo_root != str(root) or not manifest.untouched(folder):
             return None  # another repository's, or damaged since: the build says what is wrong
+        if not built_here(persist_dir, folder):
+            return None  # copied or forged into this folder: nothing of it is kept
         stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
     except ArelaError:
         return None
@@ -751,12 +753,14 @@ def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
 
 def _load_previous(persist_dir: Path, root: Path) -> _Previous | None:
     """The current build, to refresh from; None when there is none, when it was built from
-    another repository (nothing of it is kept), or when another version of the parser read it
-    (its symbols would not match the ones read now)."""
+    another repository or in another folder (nothing of it is kept), or when another version
+    of the parser read it (its symbols would not match the ones read now)."""
     folder = current_build(persist_dir)
     if folder is None:
         return None
     manifest = Manifest.read(folder)
     if manifest.parser_version != PARSER_VERSION or manifest.repo_root != str(root):
+        return None
+    if not built_here(persist_dir, folder):
         return None
     return _Previous(folder, manifest)

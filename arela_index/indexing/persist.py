@@ -503,7 +503,8 @@ def check_entries(persist_dir: Path) -> None:
         raise ArelaError(
             f"{persist_dir} is not an arela index; choose an empty folder or remove it "
             f"(it holds {printable(sorted(names)[0], 80)}"
-            f"{f' and {len(names) - 1} more' if len(names) > 1 else ''})"
+            f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}; --persist-dir chooses "
+            "the index folder)"
         )
 
 

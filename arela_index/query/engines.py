@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -86,11 +86,13 @@ class ArelaRetriever(BaseRetriever):
         loop: QueryLoop,
         callback_manager: CallbackManager | None = None,
         recent: RecentAnswers | None = None,
+        check: Callable[[list[NodeWithScore], Trace], list[NodeWithScore]] | None = None,
     ) -> None:
         from llama_index.core import Settings
 
         super().__init__(callback_manager=callback_manager or Settings.callback_manager)
-        self.loop, self.recent = loop, recent
+        # `check`: the sources kept of those found (`WorktreeCheck`: what the files still hold).
+        self.loop, self.recent, self.check = loop, recent, check
         response_trace.install()
 
     @property
@@ -104,7 +106,10 @@ class ArelaRetriever(BaseRetriever):
     def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
         if (known := self._recalled(query)) is not None:
             return known
-        return self._remember(query, run(self.loop.steps(Question.read(query))))
+        nodes, trace = run(self.loop.steps(Question.read(query)))
+        if self.check is not None:
+            nodes = self.check(nodes, trace)
+        return self._remember(query, (nodes, trace))
 
     async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
         return await offload(self.retrieve_with_trace, query)

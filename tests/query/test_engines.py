@@ -565,7 +565,7 @@ def test_online_an_answer_without_citations_is_flagged_and_the_cited_context_sho
         response = index.as_query_engine().query("what does parse_config return?")
     (step,) = steps(metadata_of(response)["arela"], "grounding")
     assert step["grounded"] is False and step["answer"] == model.answer
-    first, *rest = str(response).splitlines()
+    first = str(response).splitlines()[0]
     assert "not grounded in its sources" in first and "cites none" in first
     assert model.answer not in str(response)
     assert all(citation(n) in str(response) for n in response.source_nodes)
