@@ -71,14 +71,15 @@ def _real_password(value: str) -> bool:
 
 def _random_value(value: str) -> bool:
     """A quoted value assigned to a secret's name that looks generated: ten characters or more,
-    letters with digits or symbols, spread out (3 bits a character: `aaaa1111bb` is not), and
-    not a placeholder, a path, a URL or code."""
+    letters and digits, spread out (3 bits a character: `aaaa1111bb` is not), and not a
+    placeholder, a path, a URL or code."""
     if len(value) < 10 or _PLACEHOLDER.search(value) or _entropy(value) < 3.0:
         return False
     if "://" in value or re.search(r"[()\[\]{}<>$]|\.[a-z]{2,4}$|^[./~]", value):
         return False
-    letters = any(c.isalpha() for c in value)
-    return letters and any(not c.isalpha() for c in value)
+    # Generated secrets hold digits (40 random base64 characters hold none once in a thousand);
+    # names, dotted keys and sentences do not.
+    return any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
 
 
 # A name that holds a secret's word but names something else: `token_url`, `secret_name`, ...
