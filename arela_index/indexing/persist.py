@@ -343,11 +343,12 @@ def new_build(persist_dir: Path) -> Iterator[Path]:
         os.replace(pointer, persist_dir / _CURRENT)
     except BaseException as exc:
         written = _size(folder)
+        full = _disk_full(exc) or (isinstance(exc, OSError) and _nearly_full(persist_dir))
         shutil.rmtree(folder, ignore_errors=True)
         for name in os.listdir(persist_dir):
             if _POINTER_TMP.fullmatch(name):
                 (persist_dir / name).unlink(missing_ok=True)
-        if _disk_full(exc):
+        if full:
             raise _full(persist_dir, written) from exc
         raise
     if previous is not None and previous != folder:
@@ -367,6 +368,15 @@ def _disk_full(exc: BaseException | None) -> bool:
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
+
+
+def _nearly_full(folder: Path) -> bool:
+    """Less than a megabyte free: what a write error means then, whatever words it came in
+    (NumPy says "N requested and M written")."""
+    try:
+        return shutil.disk_usage(folder).free < 1_000_000
+    except OSError:
+        return False
 
 
 def _size(folder: Path) -> int:
