@@ -21,7 +21,6 @@ from support.harness import run_cli
 
 from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import forget_probes
-from arela_index.query.grounding import check_answer
 
 README = (
     "# vault\n\nA small service that checks logins against the user store.\n\n"
@@ -138,6 +137,7 @@ def test_the_check_itself() -> None:
     from llama_index.core.schema import NodeWithScore
 
     from arela_index.nodes import make_node
+    from arela_index.query.grounding import check_answer
 
     node = NodeWithScore(
         node=make_node(
