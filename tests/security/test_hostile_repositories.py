@@ -64,9 +64,14 @@ def test_a_committed_arela_symlink_to_another_folder_is_refused(
 ) -> None:
     repo = hostile_repo(tmp_path)
     commit_link(repo, ".arela", outside)
+    (outside / "CURRENT").write_text("build-release\n")  # what an index there would hold
     before = fingerprint(outside)
     run = index(repo)
     assert_one_clear_line(run, f"{repo.root / '.arela'} is a symbolic link", "--persist-dir")
+    asked = run_cli("ask", "what does check_login do?", "--repo", str(repo.root), "--offline")
+    assert_one_clear_line(asked, f"{repo.root / '.arela'} is a symbolic link")
+    doctor = run_cli("doctor", "--repo", str(repo.root), "--offline")
+    assert doctor.code != 0 and "is a symbolic link" in doctor.out
     assert fingerprint(outside) == before  # build-release/ and lock untouched, nothing written
 
 
