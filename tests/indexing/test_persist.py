@@ -73,7 +73,9 @@ def test_older_format_version_says_how_to_rebuild(tmp_path: Path) -> None:
     data = json.loads((folder / "manifest.json").read_text())
     data["format_version"] = 0
     (folder / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(IndexProblem, match=r"format version 0.*rebuild it with `arela index /r --persist-dir "):
+    with pytest.raises(
+        IndexProblem, match=r"format version 0.*rebuild it with `arela index /r --persist-dir "
+    ):
         Manifest.read(folder)
 
 
