@@ -32,15 +32,12 @@ _CONTROL_OR_LINE = re.compile(_CONTROL.pattern[:-1] + r"\n\t]")
 
 def visible(text: str, lines: bool = True) -> str:
     r"""Text from a repository (file names, excerpts) made safe to print on a terminal: every
-        control character shown as its escape, line breaks and tabs kept when `lines`.
+    control character shown as its escape, line breaks and tabs kept when `lines`.
 
-        >>> visible("src/[31mred‮.py
-    next")
-        'src/\x1b[31mred\u202e.py
-    next'
-        >>> visible("new
-    line.py", lines=False)
-        'new\nline.py'
+    >>> print(visible("src/\x1b[31mred\u202e.py"))
+    src/\x1b[31mred\u202e.py
+    >>> print(visible("new\nline.py", lines=False))
+    new\nline.py
     """
     pattern = _CONTROL if lines else _CONTROL_OR_LINE
     return pattern.sub(lambda m: ascii(m.group())[1:-1], text)

@@ -136,7 +136,12 @@ class Manifest:
         """Raise the one-line corrupt-file error for the first file that is not as it was built
         (of those `under` a subfolder, such as "graph/", when given), or that is reached through
         a symbolic link."""
-        with Folder(folder) as tree:
+        try:
+            tree = Folder(folder)
+        except OSError as exc:  # removed by a build that finished meanwhile, say
+            missing = isinstance(exc, FileNotFoundError)
+            raise corrupt(folder, "missing" if missing else exc.strerror or str(exc)) from None
+        with tree:
             for name, digest in sorted(self.checksums.items()):
                 if not name.startswith(under):
                     continue
