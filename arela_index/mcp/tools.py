@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arela_index.cli.display import Answer
 from arela_index.errors import ArelaError
 from arela_index.mcp.workspace import Chosen, Workspace, known_paths
-from arela_index.query.answers import response_json
-from arela_index.retrievers.graph_questions import Entity, narrow
-from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord
-from arela_index.stores.graph import GraphStore, Link
 from arela_index.stores.graph_resolve import EXTERNAL
 from arela_index.text.timephrases import resolve_time
+
+if TYPE_CHECKING:
+    # What reaches LlamaIndex is imported by the tools when first called: the server lists
+    # them, and answers `initialize`, before it has loaded LlamaIndex.
+    from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord
+    from arela_index.stores.graph import GraphStore, Link
 
 _FILES_SHOWN = 12  # files listed per commit; the rest are counted
 
@@ -94,6 +95,9 @@ class Tool:
 
 
 def ask(workspace: Workspace, args: AskArgs) -> dict[str, Any]:
+    from arela_index.cli.display import Answer
+    from arela_index.query.answers import response_json
+
     chosen = workspace.for_question(args.question, args.repo)
     generation = chosen.live.generation  # the whole question is answered from this one
     index = generation.index
@@ -132,6 +136,8 @@ def _relation(relation: str) -> Callable[[Workspace, SymbolArgs], dict[str, Any]
     """A tool listing one relation of a symbol from the graph memory."""
 
     def run(workspace: Workspace, args: SymbolArgs) -> dict[str, Any]:
+        from arela_index.retrievers.graph_questions import Entity, narrow
+
         chosen = workspace.for_symbol(args.symbol, args.repo)
         graph = chosen.live.generation.index.graph
         # Of same-named symbols, those the relation is about (a function has callers, a class
@@ -337,6 +343,8 @@ def _link(graph: GraphStore, link: Link) -> dict[str, Any]:
 
 def _since(audit: AuditStore, since: str | None) -> tuple[CommitFilter, str | None]:
     """The commits from `since` on, and how it was read; all commits without it."""
+    from arela_index.stores.audit import CommitFilter
+
     if not since:
         return CommitFilter(), None
     window = resolve_time(f"since {since}", audit.newest_date(), audit.tags())

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arela_index.errors import ArelaError
 from arela_index.mcp.live import LiveIndex
-from arela_index.text.question import Question
+
+if TYPE_CHECKING:
+    from arela_index.text.question import Question
 
 # How well the graph's `find` matched a name, best first.
 _MATCHES = ("exact", "case", "suffix", "external", "closest")
@@ -58,6 +60,8 @@ class Workspace:
 
     def for_question(self, text: str, repo: str | None) -> Chosen:
         """The repository a question is about (`repo` when given)."""
+        from arela_index.text.question import Question
+
         if repo or len(self.repos) == 1:
             return self._given(repo)
         question = Question.read(text)
