@@ -176,7 +176,9 @@ def test_bad_calls_are_one_line_errors_and_the_server_goes_on(
     assert tool.startswith("arela: no tool 'delete_everything': the tools are ask, ")
 
 
-def test_a_partial_name_lists_the_symbols_it_may_mean(tmp_path: Path) -> None:
+def test_without_an_index_it_builds_one_and_a_partial_name_lists_what_it_may_mean(
+    tmp_path: Path,
+) -> None:
     from support.mcp_server import make_repo
 
     repo = make_repo(
@@ -186,6 +188,7 @@ def test_a_partial_name_lists_the_symbols_it_may_mean(tmp_path: Path) -> None:
             "store/db.py": "def save(row):\n    return row\n\n\ndef flush():\n    save(1)\n",
         },
         "Two saves",
+        index=False,
     )
 
     async def scenario() -> tuple[dict[str, object], dict[str, object]]:
@@ -197,6 +200,7 @@ def test_a_partial_name_lists_the_symbols_it_may_mean(tmp_path: Path) -> None:
                 )
 
     callers, definitions = anyio.run(scenario)
+    assert (repo.root / ".arela" / "CURRENT").is_file()  # built by the server, on first open
     assert callers["ambiguous"] is True
     assert [c["symbol"] for c in callers["candidates"]] == ["store.db.save", "store.files.save"]  # type: ignore[index]
     assert "call again with one of the candidates' names" in str(callers["note"])

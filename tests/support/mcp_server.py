@@ -64,8 +64,9 @@ WEATHER = {
 }
 
 
-def make_repo(root: Path, files: dict[str, str], message: str) -> GitRepo:
-    """A git repository with `files` in a first commit and one more change, indexed offline."""
+def make_repo(root: Path, files: dict[str, str], message: str, index: bool = True) -> GitRepo:
+    """A git repository with `files` in a first commit and one more change, indexed offline
+    (unless not `index`)."""
     repo = GitRepo(root)
     repo.commit(files, message, author="Dana Okafor", date="2024-05-02T08:00:00+00:00")
     first = next(p for p in files if files[p])
@@ -75,7 +76,8 @@ def make_repo(root: Path, files: dict[str, str], message: str) -> GitRepo:
         author="Evan Price",
         date="2024-06-11T14:00:00+00:00",
     )
-    ArelaIndex.build(repo.root, offline=True)
+    if index:
+        ArelaIndex.build(repo.root, offline=True)
     return repo
 
 
