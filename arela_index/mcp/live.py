@@ -136,9 +136,8 @@ class LiveIndex:
     def refreshing(self) -> bool:
         return self._busy.is_set() or self._wanted.is_set()
 
-    def notes(self) -> list[str]:
-        """What a reader of an answer must know about the index it came from."""
-        generation = self.generation
+    def notes(self, generation: Generation) -> list[str]:
+        """What a reader of an answer from `generation` must know about the index."""
         notes = [f"note: {p.line()}" for p in generation.index.partial_memories()]
         if self.watcher is not None and self.watcher.problem:
             notes.append(self.watcher.problem)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import json
 import logging
 import sys
@@ -127,6 +128,12 @@ def serve(
             anyio.run(_stdio, server)
         else:
             log.info("arela mcp: serving %s on http://%s:%d/mcp", names, _url_host(host), http)
+            if not _loopback(host):
+                log.warning(
+                    "arela mcp: %s is not a loopback address: whoever reaches it can read these "
+                    "repositories through the server (there is no authentication)",
+                    host,
+                )
             anyio.run(_http, server, host, http)
     finally:
         for repo in live:
@@ -149,6 +156,13 @@ async def _http(server: Server[Any], host: str, port: int) -> None:
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _url_host(host: str) -> str:

@@ -115,7 +115,7 @@ def ask(workspace: Workspace, args: AskArgs) -> dict[str, Any]:
         **answer,
         "citations": list(dict.fromkeys(citations)),
         "route": Answer(response).route,
-        "notes": chosen.live.notes(),
+        "notes": chosen.live.notes(generation),
     }
 
 
@@ -162,7 +162,8 @@ def _relation(relation: str) -> Callable[[Workspace, SymbolArgs], dict[str, Any]
             **_where(chosen),
             "symbol": _display(subject),
             **_match(args.symbol, how),
-            "summary": f"{len(links)} {relation} of `{_display(subject)}` in {files} files"
+            "summary": f"{len(links)} {relation} of `{_display(subject)}` in {files} "
+            + ("file" if files == 1 else "files")
             + (f" ({by_name} matched by name only)" if by_name else ""),
             relation: [_link(graph, link) for link in links[: args.limit]],
             "total": len(links),
