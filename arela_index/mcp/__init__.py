@@ -16,14 +16,14 @@ def serve(repos: Sequence[str], **options: Any) -> int:
     """Serve `repos` (see `arela_index.mcp.server.serve`); a clear error when the `mcp` extra
     is not installed."""
     try:
-        from arela_index.mcp.server import serve as run
+        import mcp.server  # noqa: F401
+        import uvicorn  # noqa: F401
+        import watchfiles  # noqa: F401
     except ModuleNotFoundError as exc:
-        if exc.name not in {"mcp", "watchfiles", "uvicorn"} and not str(exc.name).startswith(
-            "mcp."
-        ):
-            raise
         raise ArelaError(
             f"`arela mcp` needs the MCP SDK ({exc.name} is not installed): "
             "pip install 'arela-index[mcp]'"
         ) from None
+    from arela_index.mcp.server import serve as run
+
     return run(repos, **options)

@@ -14,13 +14,10 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-from mcp import types
-from mcp.server import Server
-from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 
 from arela_index import __version__
@@ -28,6 +25,10 @@ from arela_index.errors import ArelaError, printable
 from arela_index.mcp.live import LiveIndex
 from arela_index.mcp.tools import TOOLS
 from arela_index.mcp.workspace import Workspace
+
+if TYPE_CHECKING:  # the SDK is the `mcp` extra's: imported when the server runs
+    from mcp import types
+    from mcp.server import Server
 
 log = logging.getLogger("arela_index.mcp")
 
@@ -38,12 +39,13 @@ INSTRUCTIONS = (
     "recent_changes) when you know the symbol or file. Answers cite path:start-end or a commit "
     "and reflect files as they are saved."
 )
-_READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
 def call(workspace: Workspace, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     """Run one tool call: its JSON answer, or an error result saying in one line what to do."""
+    from mcp import types
+
     tool = _BY_NAME.get(name)
     if tool is None:
         return _error(f"no tool {name!r}: the tools are {', '.join(_BY_NAME)}")
@@ -72,6 +74,8 @@ def call(workspace: Workspace, name: str, arguments: dict[str, Any]) -> types.Ca
 
 
 def _error(line: str) -> types.CallToolResult:
+    from mcp import types
+
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=f"arela: {line}")], is_error=True
     )
@@ -79,6 +83,10 @@ def _error(line: str) -> types.CallToolResult:
 
 def make_server(workspace: Workspace) -> Server[Any]:
     """The low-level MCP server answering `workspace`'s tools (calls run in worker threads)."""
+    from mcp import types
+    from mcp.server import Server
+
+    read_only = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -87,7 +95,7 @@ def make_server(workspace: Workspace) -> Server[Any]:
                     name=tool.name,
                     description=tool.description,
                     input_schema=tool.schema(),
-                    annotations=_READ_ONLY,
+                    annotations=read_only,
                 )
                 for tool in TOOLS
             ]
@@ -142,6 +150,8 @@ def serve(
 
 
 async def _stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
     # stdout carries the protocol alone: whatever else writes there (a library's print) goes
     # to stderr instead.
     protocol = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=True)
