@@ -113,19 +113,24 @@ def test_killed_mid_refresh_it_restarts_on_its_index_intact(
     before = current_build(persist)
     server = http_server(repo.root)
 
-    async def warm(url: str) -> None:
-        async with http_session(url) as session:
-            await called(session, "find_callers", symbol="func_5_0")
-
-    anyio.run(warm, server.url)
-    # Every module changes: the refresh parses 300 files, seconds on two cores.
-    repo.write({f"pkg/stage{i:03d}.py": module_file(i, functions=9) for i in range(300)})
-
     def mid_refresh() -> bool:
         builds = {p for p in persist.glob("build-*") if p.is_dir()}
         return bool(builds - {before}) and current_build(persist) == before
 
-    until(mid_refresh, "the refresh to start a new build", wait=60)
+    async def edit_then_ask(url: str) -> dict[str, object]:
+        async with http_session(url) as session:
+            await called(session, "find_callers", symbol="func_5_0")
+            # Every module changes: the refresh parses 300 files, seconds on two cores.
+            repo.write({f"pkg/stage{i:03d}.py": module_file(i, functions=9) for i in range(300)})
+            until(mid_refresh, "the refresh to start a new build", wait=60)
+            # Meanwhile questions are answered, from the index before the edit.
+            answer: dict[str, object] = await called(session, "ask", question="who calls func_5_0?")
+            return answer
+
+    during = anyio.run(edit_then_ask, server.url)
+    assert mid_refresh()  # still refreshing when that answer came
+    assert "pkg/stage004.py:1-3" in during["citations"]  # type: ignore[operator]
+    assert any("is being refreshed" in note for note in during["notes"])  # type: ignore[attr-defined]
     server.kill()
     assert current_build(persist) == before  # the killed refresh never became the index
     index = ArelaIndex.load(persist, offline=True)
