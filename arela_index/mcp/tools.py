@@ -42,10 +42,13 @@ _COMMITS = Field(10, ge=1, le=200, description="Commits at most, newest first (d
 
 
 class _Args(BaseModel):
+    # An argument the tool does not take is a mistake to say, not to ignore.
     model_config = ConfigDict(extra="forbid")
 
 
-class AskArgs(_Args):
+class _AskArgs(_Args):
+    model_config = ConfigDict(title="ask arguments")
+
     question: str = Field(
         description="One full question in plain words, e.g. 'who calls parse_config?', "
         "'how are requests retried?', 'what changed in auth last week?'."
@@ -54,7 +57,9 @@ class AskArgs(_Args):
     repo: str | None = _REPO
 
 
-class SymbolArgs(_Args):
+class _SymbolArgs(_Args):
+    model_config = ConfigDict(title="symbol arguments")
+
     symbol: str = Field(
         description="A symbol's name as written in the code: `parse_config`, "
         "`Config.load` or a fully qualified `app.config.Config.load`."
@@ -63,7 +68,9 @@ class SymbolArgs(_Args):
     repo: str | None = _REPO
 
 
-class HistoryArgs(_Args):
+class _HistoryArgs(_Args):
+    model_config = ConfigDict(title="file_history arguments")
+
     path: str | None = Field(
         None, description="A file, as `git ls-files` shows it or by its name (`config.py`)."
     )
@@ -75,7 +82,9 @@ class HistoryArgs(_Args):
     repo: str | None = _REPO
 
 
-class RecentArgs(_Args):
+class _RecentArgs(_Args):
+    model_config = ConfigDict(title="recent_changes arguments")
+
     since: str | None = _SINCE
     limit: int = _COMMITS
     repo: str | None = _REPO
@@ -83,7 +92,11 @@ class RecentArgs(_Args):
 
 @dataclass(frozen=True)
 class Tool:
-    """One tool of the server: its name, what an agent reads to choose it, its arguments."""
+    """One tool of the server: its name, what an agent reads to choose it, its arguments.
+
+    >>> [tool.name for tool in TOOLS][:3], TOOLS[0].schema()["required"]
+    (['ask', 'find_definition', 'find_callers'], ['question'])
+    """
 
     name: str
     description: str
@@ -94,7 +107,7 @@ class Tool:
         return self.arguments.model_json_schema()
 
 
-def ask(workspace: Workspace, args: AskArgs) -> dict[str, Any]:
+def ask(workspace: Workspace, args: _AskArgs) -> dict[str, Any]:
     from arela_index.cli.display import Answer
     from arela_index.query.answers import response_json
 
@@ -119,7 +132,7 @@ def ask(workspace: Workspace, args: AskArgs) -> dict[str, Any]:
     }
 
 
-def find_definition(workspace: Workspace, args: SymbolArgs) -> dict[str, Any]:
+def find_definition(workspace: Workspace, args: _SymbolArgs) -> dict[str, Any]:
     chosen = workspace.for_symbol(args.symbol, args.repo)
     graph = chosen.live.generation.index.graph
     found, how = _find(graph, args.symbol, chosen)
@@ -132,10 +145,10 @@ def find_definition(workspace: Workspace, args: SymbolArgs) -> dict[str, Any]:
     }
 
 
-def _relation(relation: str) -> Callable[[Workspace, SymbolArgs], dict[str, Any]]:
+def _relation(relation: str) -> Callable[[Workspace, _SymbolArgs], dict[str, Any]]:
     """A tool listing one relation of a symbol from the graph memory."""
 
-    def run(workspace: Workspace, args: SymbolArgs) -> dict[str, Any]:
+    def run(workspace: Workspace, args: _SymbolArgs) -> dict[str, Any]:
         from arela_index.retrievers.graph_questions import Entity, narrow
 
         chosen = workspace.for_symbol(args.symbol, args.repo)
@@ -172,7 +185,7 @@ def _relation(relation: str) -> Callable[[Workspace, SymbolArgs], dict[str, Any]
     return run
 
 
-def file_history(workspace: Workspace, args: HistoryArgs) -> dict[str, Any]:
+def file_history(workspace: Workspace, args: _HistoryArgs) -> dict[str, Any]:
     if not (args.path or args.symbol):
         raise ArelaError(
             "give a path or a symbol: file_history lists the commits that touched a file or a "
@@ -200,7 +213,7 @@ def file_history(workspace: Workspace, args: HistoryArgs) -> dict[str, Any]:
     }
 
 
-def recent_changes(workspace: Workspace, args: RecentArgs) -> dict[str, Any]:
+def recent_changes(workspace: Workspace, args: _RecentArgs) -> dict[str, Any]:
     chosen = [workspace.named(args.repo)] if args.repo else [Chosen(*item) for item in workspace]
     commits: list[tuple[int, dict[str, Any]]] = []
     windows = []
@@ -230,48 +243,48 @@ TOOLS = (
         "things changed. The server decides which memory to search (code, symbol graph, git "
         "history), grades what it finds and abstains rather than guess. Returns the answer, "
         "its citations (path:start-end, or a commit), whether it abstained, and the route.",
-        AskArgs,
+        _AskArgs,
         ask,
     ),
     Tool(
         "find_definition",
         "Where a symbol (function, class, method, module) is defined: path and lines, kind, "
         "signature and docstring. A partial name lists every symbol it may mean.",
-        SymbolArgs,
+        _SymbolArgs,
         find_definition,
     ),
     Tool(
         "find_callers",
         "The functions and methods that call a symbol, each with the path:line of the call; "
         "calls matched only by name are marked resolved=false.",
-        SymbolArgs,
+        _SymbolArgs,
         _relation("callers"),
     ),
     Tool(
         "find_callees",
         "What a function or method calls, each with the path:line of the call.",
-        SymbolArgs,
+        _SymbolArgs,
         _relation("callees"),
     ),
     Tool(
         "find_subclasses",
         "The classes inheriting from a class, directly (depth 1) or through others (depth 2+), "
         "each with where it is defined.",
-        SymbolArgs,
+        _SymbolArgs,
         _relation("subclasses"),
     ),
     Tool(
         "file_history",
         "The commits that touched a file or a function, newest first: hash, author, date, "
         "subject and the files changed; optionally only those since a date, tag or phrase.",
-        HistoryArgs,
+        _HistoryArgs,
         file_history,
     ),
     Tool(
         "recent_changes",
         "The newest commits of the repository (of every repository served, when repo is left "
         "out), optionally only those since a date, tag or phrase.",
-        RecentArgs,
+        _RecentArgs,
         recent_changes,
     ),
 )

@@ -26,7 +26,11 @@ _MATCHES = ("exact", "case", "suffix", "external", "closest")
 
 @dataclass(frozen=True)
 class Chosen:
-    """The repository a call goes to, by name, and why when the call did not name it."""
+    """The repository a call goes to, by name, and why when the call did not name it.
+
+    >>> workspace.for_symbol("forecast", None)                     # doctest: +SKIP
+    Chosen(name='weather', live=..., why='chose weather: its graph knows `forecast`')
+    """
 
     name: str
     live: LiveIndex
