@@ -225,6 +225,15 @@ class ArelaIndex:
         self._open(_require(self.persist_dir))
         return self.summary
 
+    def refreshed(self) -> ArelaIndex:
+        """`refresh` into a new index object, this one left as it was: a server answers from
+        this one until the new one is ready, then swaps them."""
+        summary = build_index(self.root, self.config, self.runtime, refresh=True)
+        fresh = type(self)(_require(self.persist_dir), self.config, self.runtime, summary)
+        if "_meaning" in self.__dict__:  # its vectors are keyed by chunk text: still good
+            fresh.__dict__["_meaning"] = self._meaning
+        return fresh
+
     def staleness(self) -> Any:
         """How the repository differs from what this index was built from (falsy: not at all)."""
         from arela_index.indexing.freshness import staleness_of

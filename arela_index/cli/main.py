@@ -236,6 +236,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from arela_index.mcp import serve
+
+    if args.persist_dir and len(args.repo) > 1:
+        from arela_index.errors import ArelaError
+
+        raise ArelaError("--persist-dir names one index: give it with a single --repo")
+    return serve(
+        args.repo or ["."],
+        http=args.http,
+        host=args.host,
+        watch=not args.no_watch,
+        **_settings(args),
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arela",
@@ -328,6 +344,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k", type=_positive, default=5, help="sources per question that count (default 5)"
     )
     evaluate.set_defaults(func=cmd_eval)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve repositories to coding agents and editors over MCP (stdio, or --http)",
+        description="A Model Context Protocol server (needs `pip install 'arela-index[mcp]'`): "
+        "ask, find_definition, find_callers, find_callees, find_subclasses, file_history and "
+        "recent_changes over warm indexes, refreshed as files are saved and commits land.",
+    )
+    mcp.add_argument(
+        "--repo",
+        action="append",
+        metavar="PATH",
+        help="a repository to serve (repeatable; default: the current folder)",
+    )
+    mcp.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    mcp.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
+    mcp.add_argument(
+        "--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio"
+    )
+    mcp.add_argument(
+        "--host", default="127.0.0.1", help="the address --http binds (default: 127.0.0.1)"
+    )
+    mcp.add_argument(
+        "--no-watch", action="store_true", help="do not refresh the indexes as files change"
+    )
+    mcp.set_defaults(func=cmd_mcp)
     return parser
 
 
@@ -343,6 +385,13 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be a port from 1 to 65535")
     return value
 
 
