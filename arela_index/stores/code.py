@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
-from arela_index.nodes import make_node
-from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_line
+from arela_index.stores.chunk_file import ChunkFile, chunk_line, save_chunks
+from arela_index.stores.code_refresh import EMBEDDING_FILE
 from arela_index.stores.code_search import CodeSearch, SparseIndex
 from arela_index.stores.vectors import (
     FAISS_FILE,
@@ -27,7 +28,6 @@ from arela_index.stores.vectors import (
     describe_store,
 )
 
-_CHUNKS = CHUNKS_FILE
 _EMBEDDING = EMBEDDING_FILE
 
 
@@ -55,7 +55,7 @@ class CodeStore:
 
     def __init__(
         self,
-        chunks: list[TextNode],
+        chunks: Sequence[TextNode],
         dense: ChunkVectors | None = None,
         embedding: EmbeddingInfo | None = None,
         sparse: SparseIndex | None = None,
@@ -67,8 +67,6 @@ class CodeStore:
         # Which store holds the vectors (`stores.vectors.store_record`), known even when the
         # store itself was not given to this process.
         self.record = record if record is not None else (dense.record if dense else None)
-        self.by_id = {c.node_id: c for c in chunks}
-        self.position = {c.node_id: i for i, c in enumerate(chunks)}
         self.sparse = sparse  # None without chunks
         self._search: CodeSearch | None = None
         self._lock = threading.Lock()
@@ -99,7 +97,7 @@ class CodeStore:
             before = None
             if previous is not None:
                 before = Before(
-                    previous.chunks, previous.dense, previous.embedding, previous.record
+                    list(previous.chunks), previous.dense, previous.embedding, previous.record
                 )
             try:
                 dense = build_vectors(
@@ -123,13 +121,27 @@ class CodeStore:
 
     def _save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
-            fh.writelines(chunk_line(c) + "\n" for c in self.chunks)
+        save_chunks(
+            directory,
+            [chunk_line(c).encode("ascii") for c in self.chunks],
+            [str(c.metadata.get("file_path") or "") for c in self.chunks],
+            [str(c.metadata.get("kind")) for c in self.chunks],
+        )
         if self.dense is not None and self.embedding is not None:
             row = {**asdict(self.embedding), "store": self.dense.record}
             (directory / _EMBEDDING).write_text(json.dumps(row), encoding="utf-8")
         if self.sparse is not None:
             self.sparse.save(directory, [c.node_id for c in self.chunks])
+
+    @cached_property
+    def by_id(self) -> dict[str, TextNode]:
+        """Each chunk by its node id (reads every chunk: for tools, not for questions)."""
+        return {c.node_id: c for c in self.chunks}
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Each chunk's position by its node id."""
+        return {c.node_id: i for i, c in enumerate(self.chunks)}
 
     @classmethod
     def load(
@@ -140,7 +152,7 @@ class CodeStore:
         Vectors a build put in a store of the caller's are reached through `vector_store`,
         which must be that store; without it the store has no dense side (`missing_store`).
         """
-        chunks = _load_chunks(directory / _CHUNKS)
+        chunks = ChunkFile.open(directory)
         embedding, record = _load_embedding(directory)
         dense = None
         if embedding is not None and record is not None:
@@ -190,20 +202,6 @@ class CodeStore:
             "embedding": self.embedding.label if self.embedding else None,
             "vector_store": describe_store(self.record) if self.embedding and self.record else None,
         }
-
-
-def _load_chunks(path: Path) -> list[TextNode]:
-    chunks: list[TextNode] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                chunks.append(make_node(row.pop("text"), id_=row.pop("id"), **row))
-    except FileNotFoundError:
-        raise corrupt(path, "missing") from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise corrupt(path, f"not valid chunk records: {_one_line(exc)}") from None
-    return chunks
 
 
 def _load_embedding(directory: Path) -> tuple[EmbeddingInfo | None, dict[str, Any] | None]:
