@@ -24,6 +24,7 @@ import numpy as np
 from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
+from arela_index.stores.bm25_flat import saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
@@ -363,7 +364,9 @@ def _load(folder: Path, documents: int, vocabulary: bool = True) -> Any:
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
-        index = bm25s.BM25.load(str(folder), load_vocab=vocabulary, mmap=True, show_progress=False)
+        index = bm25s.BM25.load(str(folder), load_vocab=False, mmap=True, show_progress=False)
+        if vocabulary:  # the grader's term counts read the same (`DocumentCounts`)
+            index.vocab_dict = saved_vocabulary(folder)
         size = len(index.get_scores_from_ids([]))  # its documents: the empty question's scores
     except Exception as exc:  # bm25s raises many kinds on a damaged folder
         raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None
