@@ -31,7 +31,9 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_index(args: argparse.Namespace) -> int:
     from arela_index.index import ArelaIndex
 
-    index = ArelaIndex.build(args.path, refresh=args.refresh, **_settings(args))
+    index = ArelaIndex.build(
+        args.path, refresh=args.refresh, reembed=args.reembed, **_settings(args)
+    )
     assert index.summary is not None
     print(index.summary.to_text())
     return EXIT_OK
@@ -101,9 +103,11 @@ def _say_index_state(index: Any) -> None:
         print(f"arela: note: {partial.line()}", file=sys.stderr)
     stale = index.staleness()
     if stale:
+        elsewhere = index.persist_dir != index.root / ".arela"
+        where = f" --persist-dir {index.persist_dir}" if elsewhere else ""
         print(
             f"arela: note: the index is older than the repository ({stale.describe()}); "
-            f"answers may be out of date: run `arela index {index.root} --refresh`",
+            f"answers may be out of date: run `arela index {index.root}{where} --refresh`",
             file=sys.stderr,
         )
     if not index.available_memories():
@@ -226,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index.add_argument(
         "--refresh", action="store_true", help="re-read only what changed since the last build"
+    )
+    index.add_argument(
+        "--reembed",
+        action="store_true",
+        help="embed every chunk anew with the model this run has (Ollama's ARELA_EMBED_MODEL, "
+        "or ARELA_OFFLINE_EMBEDDING=static); without it an index keeps the embedding it has",
     )
     index.add_argument(
         "--exclude",
