@@ -373,3 +373,33 @@ def test_a_collection_gone_is_told_at_load_and_written_again_by_from_repo(
     assert refilled.code_retriever().dense and not any("lost" in n for n in refilled.notes)
     hits = refilled.code_retriever(top_k=1).retrieve(OTHER_WORDS)
     assert hits[0].node.metadata["file_path"] == "paint/colors.py"
+
+
+def test_a_refresh_without_the_model_or_the_store_keeps_the_collection_for_later(
+    tmp_path: Path, qdrant: QdrantVectorStore
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit(FILES, "first")
+    settings: dict[str, Any] = {
+        "persist_dir": str(tmp_path / "index"),
+        "offline": True,
+        "show_progress": False,
+    }
+    model = CountingHashEmbedding()
+    first = ArelaIndex.from_repo(repo.root, embed_model=model, vector_store=qdrant, **settings)
+    before = _points(qdrant)
+    # A file changes; a refresh runs with neither the model nor the store (the command line).
+    repo.commit({"net/retry.py": RETRY.replace("doubled", "tripled")}, "tripled")
+    bare = ArelaIndex.from_repo(repo.root, **settings)
+    assert bare.manifest.memories["code"]["vector_store"] == f"QdrantVectorStore '{COLLECTION}'"
+    assert bare.manifest.embedding is not None and bare.code.waiting == 1
+    assert _points(qdrant) == before  # nothing written, nothing deleted
+    # Both given again: only the changed chunk is embedded, its old point goes.
+    returned = CountingHashEmbedding()
+    again = ArelaIndex.from_repo(repo.root, embed_model=returned, vector_store=qdrant, **settings)
+    changed = [c for c in again.code.chunks if c.metadata["file_path"] == "net/retry.py"]
+    assert returned.texts == [c.get_content() for c in changed]
+    assert set(_points(qdrant)) == {point_id(c.node_id) for c in again.code.chunks}
+    assert len(_points(qdrant)) == len(first.code.chunks)
+    hits = again.code_retriever(top_k=1).retrieve("tripled")
+    assert hits[0].node.metadata["file_path"] == "net/retry.py"
