@@ -19,10 +19,14 @@ import numpy as np
 from llama_index.core.tools.types import ToolMetadata
 
 from arela_index.errors import ArelaError
-from arela_index.query.meaning import FAR
 from arela_index.query.trace import Trace
 from arela_index.selectors.intents import MEMORIES
 from arela_index.selectors.tools import closest_tool, memory_of
+
+# How near (cosine) a question must come to a tool's description to be that tool's: the bar the
+# meaning check set for a question and a passage on this model (under it, no in-scope question
+# of the abstention sets' tune halves came to any passage of its repository).
+NEAR_ENOUGH = 0.32
 
 
 def stock_picks(
@@ -55,7 +59,7 @@ def stock_picks(
     cosines[[i not in candidates for i in memories]] = -np.inf
     best = int(np.argmax(cosines))
     said = f"{_name(tools, best)} ({cosines[best]:.2f}{_next(tools, cosines, best)})"
-    if best in others and not names_code and cosines[best] >= FAR:
+    if best in others and not names_code and cosines[best] >= NEAR_ENOUGH:
         return [(best, f"closest description by meaning: {said}")]
     return picks or [(best, _out_of_scope(route, f"the closest description by meaning: {said}"))]
 
