@@ -136,26 +136,32 @@ def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
 
     if args.file is not None and args.question not in (None, "-"):
         raise ArelaError("give the question either as an argument or with --file, not both")
-    if args.file is None and args.question is None:
+    if args.file is None and args.question is None and not args.jsonl:
         raise ArelaError("no question: give one, `-` for one per line on stdin, or --file PATH")
-    source = args.file if args.file is not None else "-"
+    source = args.file if args.file is not None else "-"  # --jsonl alone reads stdin
     if args.jsonl:
         for number, line in enumerate(_lines(source), 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-                yield _Asked(str(record["question"]), record.get("id"))
-            except (ValueError, KeyError, TypeError):
+            except ValueError:
+                record = None
+            ident = record.get("id") if isinstance(record, dict) else None
+            try:
+                yield _Asked(str(record["question"]), ident)
+            except (KeyError, TypeError):
                 yield _Asked(
                     line.strip()[:80],
+                    ident,
                     error=f'line {number} is not a JSON object with a "question": '
                     'write one object per line, e.g. {"question": "who calls main?"}',
                 )
     elif args.file is not None:
         yield _Asked(_read(source))
     elif args.question == "-":
-        yield from (_Asked(line.rstrip("\n")) for line in sys.stdin)
+        # Blank lines are skipped, as in --jsonl: no question is asked of them.
+        yield from (_Asked(line.rstrip("\n")) for line in sys.stdin if line.strip())
     else:
         yield _Asked(_text(args.question))
 
@@ -266,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--jsonl",
         action="store_true",
-        help='batch: one JSON object per line, {"question": ..., "id": ...}; answers as JSON lines',
+        help='batch: one JSON object per line, {"question": ..., "id": ...}, from --file or '
+        "stdin; answers as JSON lines",
     )
     _repo_options(
         ask,
