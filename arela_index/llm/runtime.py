@@ -162,11 +162,11 @@ def plan_embedding(
     it has (with that model when it is here, else its vectors, the new chunks waiting for it)
     until asked: `reembed`, an `embed_model=` other than the recorded one, or an Ollama model of
     ARELA_EMBED_MODEL's that Ollama has. `Settings.embed_model` and Ollama being up change none."""
-    model, info = embedder_for_build(config, runtime)
     if not existing:
-        return EmbeddingPlan(model, info)
+        return EmbeddingPlan(*embedder_for_build(config, runtime))
     was = recorded.label if recorded is not None else "none (sparse only)"
     if reembed:
+        model, info = embedder_for_build(config, runtime)
         if model is None or info is None:
             raise ArelaError(
                 "a re-embed needs an embedding model and none is here: start Ollama with "
@@ -185,13 +185,16 @@ def plan_embedding(
         return _changed(
             given, now, _labelled(recorded, now), _labelled(now, recorded), "embed_model="
         )
+    # What a new index would embed with, named without making it (nor logging why not).
+    fresh = _fresh_label(config, runtime)
     if recorded is None:
-        return EmbeddingPlan(None, None, note=_sparse_note(info))
+        return EmbeddingPlan(None, None, note=_sparse_note(fresh))
     own = _model_for(recorded, config, runtime)
     if own is not None:
         return EmbeddingPlan(own, recorded)
-    if recorded.provider == "ollama" and info is not None and info.provider == "ollama":
-        return _changed(model, info, was, info.label, "ARELA_EMBED_MODEL")  # Ollama has it
+    if recorded.provider == "ollama" and fresh is not None and fresh.provider == "ollama":
+        model = embedder_for_build(config, runtime)[0]  # ARELA_EMBED_MODEL's, which Ollama has
+        return _changed(model, fresh, was, fresh.label, "ARELA_EMBED_MODEL")
     return EmbeddingPlan(
         None,
         recorded,
