@@ -793,26 +793,22 @@ def _live_manifest(persist_dir: Path) -> Manifest | None:
 
 
 def _live(persist_dir: Path) -> _Previous | None:
-    """The live build, whatever parser read it: a full build reuses its vectors by chunk text
-    (none when its code memory is damaged: the build makes them anew)."""
-    folder = current_build(persist_dir)
-    if folder is None:
-        return None
+    """The live build, whatever parser read it, as a refresh would take it (no other build is
+    trusted more): a full build reuses its vectors by chunk text. None when it is damaged: the
+    build makes them anew."""
     try:
-        manifest = Manifest.read(folder, verify=False)
-        manifest.verify(folder, under="code/")
+        return _load_previous(persist_dir, same_parser=False)
     except ArelaError:
         return None
-    return _Previous(folder, manifest)
 
 
-def _load_previous(persist_dir: Path) -> _Previous | None:
+def _load_previous(persist_dir: Path, same_parser: bool = True) -> _Previous | None:
     """The current build, to refresh from; None when there is none, or when another version of
     the parser read it (its symbols would not match the ones read now)."""
     folder = current_build(persist_dir)
     if folder is None:
         return None
     manifest = Manifest.read(folder)
-    if manifest.parser_version != PARSER_VERSION:
+    if same_parser and manifest.parser_version != PARSER_VERSION:
         return None
     return _Previous(folder, manifest)
