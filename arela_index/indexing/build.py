@@ -24,11 +24,12 @@ from llama_index.core.schema import TextNode
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.freshness import Snapshot, embedding_plan
+from arela_index.indexing.freshness import Snapshot, built_here, embedding_plan
 from arela_index.indexing.health import FAILED, partial_memories
 from arela_index.indexing.persist import (
     Manifest,
     build_lock,
+    check_folder,
     current_build,
     current_build_or_none,
     known_files,
@@ -186,13 +187,18 @@ def build_index(
     """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed
     (nothing at all when nothing did: the index is left as it is). The code memory keeps the
     embedding it has (`plan_embedding`) unless `reembed` or another `embed_model=` asks."""
+    root = resolve_root(path)
+    persist_dir = config.persist_path(root)
+    check_folder(persist_dir, root)  # before anything there is read or written
     if refresh and not reembed:
-        unchanged = _unchanged(resolve_root(path), config, runtime)
+        unchanged = _unchanged(root, config, runtime)
         if unchanged is not None:
             return unchanged
     with _collector_paused():
         summary = _build_index(path, config, runtime, refresh, reembed)
-    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    summary.notes.extend(
+        p.line() for p in partial_memories(summary.memories, summary.repo, persist_dir)
+    )
     if summary.embedding_changed:
         log.warning("arela-index: %s", summary.embedding_changed)
     return summary
@@ -211,8 +217,10 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
         return None
     try:
         manifest = Manifest.read(folder, verify=False)
-        if not manifest.untouched(folder):
-            return None  # damaged since: the build says what is wrong
+        if manifest.repo_root != str(root) or not manifest.untouched(folder):
+            return None  # another repository's, or damaged since: the build says what is wrong
+        if not built_here(persist_dir, folder):
+            return None  # copied or forged into this folder: nothing of it is kept
         stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
         plan, key = embedding_plan(config, runtime, manifest)
     except ArelaError:
@@ -298,7 +306,9 @@ def _summary_of(
         memories=manifest.memories,
         notes=[*notes, *([embedding_note] if embedding_note else [])],
     )
-    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    summary.notes.extend(
+        p.line() for p in partial_memories(summary.memories, summary.repo, persist_dir)
+    )
     return summary
 
 
@@ -356,7 +366,7 @@ def _build_index(
         if graph_side is not None and last is not None:
             # The previous graph's symbols are read while the repository is scanned and parsed.
             graph_side.submit(_preload_graph, last)
-        plan, key = embedding_plan(config, runtime, _live_manifest(persist_dir), reembed)
+        plan, key = embedding_plan(config, runtime, _live_manifest(persist_dir, root), reembed)
         return _build_scanned(
             root, persist_dir, config, runtime, refresh, graph_side, started, (plan, key)
         )
@@ -380,12 +390,12 @@ def _build_scanned(
         scan = scan_repository(root, config, persist_dir, known)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     with build_lock(persist_dir):
-        previous = _load_previous(persist_dir) if refresh else None
+        previous = _load_previous(persist_dir, root) if refresh else None
         hashes = {f.path: f.sha256 for f in scan.files}
         changes = Changes.between(previous.manifest.files, hashes) if previous else None
         # Vectors are reused by chunk text from the live build, a refresh's or not.
         kept = plan.info is not None and plan.reuse
-        vectors = previous or (_live(persist_dir) if kept else None)
+        vectors = previous or (_live(persist_dir, root) if kept else None)
         with new_build(persist_dir) as folder:
             snapshot.save(folder)
             save_file_stats(folder, scan.stats)
@@ -782,33 +792,41 @@ def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
         return None
 
 
-def _live_manifest(persist_dir: Path) -> Manifest | None:
-    """The manifest of the live build, or None when there is none (or it cannot be read: the
-    build then makes an index as a first one would)."""
+def _live_manifest(persist_dir: Path, root: Path) -> Manifest | None:
+    """The manifest of the live build, or None when there is none, it cannot be read, or it was
+    made elsewhere: the build then makes an index as a first one would."""
     folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
     try:
-        return Manifest.read(folder, verify=False) if folder is not None else None
+        manifest = Manifest.read(folder, verify=False) if folder is not None else None
     except ArelaError:
         return None
+    if manifest is None or folder is None or manifest.repo_root != str(root):
+        return None
+    return manifest if built_here(persist_dir, folder) else None
 
 
-def _live(persist_dir: Path) -> _Previous | None:
-    """The live build, whatever parser read it, as a refresh would take it (no other build is
-    trusted more): a full build reuses its vectors by chunk text. None when it is damaged: the
-    build makes them anew."""
+def _live(persist_dir: Path, root: Path) -> _Previous | None:
+    """The live build, whatever parser read it, as a refresh would take it (nothing of a build
+    made elsewhere is kept): a full build reuses its vectors by chunk text. None when it is
+    damaged: the build makes them anew."""
     try:
-        return _load_previous(persist_dir, same_parser=False)
+        return _load_previous(persist_dir, root, same_parser=False)
     except ArelaError:
         return None
 
 
-def _load_previous(persist_dir: Path, same_parser: bool = True) -> _Previous | None:
-    """The current build, to refresh from; None when there is none, or when another version of
-    the parser read it (its symbols would not match the ones read now)."""
+def _load_previous(persist_dir: Path, root: Path, same_parser: bool = True) -> _Previous | None:
+    """The current build, to refresh from; None when there is none, when it was built from
+    another repository or in another folder (nothing of it is kept), or when another version
+    of the parser read it (its symbols would not match the ones read now)."""
     folder = current_build(persist_dir)
     if folder is None:
         return None
     manifest = Manifest.read(folder)
-    if same_parser and manifest.parser_version != PARSER_VERSION:
+    if manifest.repo_root != str(root) or (
+        same_parser and manifest.parser_version != PARSER_VERSION
+    ):
+        return None
+    if not built_here(persist_dir, folder):
         return None
     return _Previous(folder, manifest)
