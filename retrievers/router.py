@@ -23,13 +23,13 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import distinct_spans, fresh, normalise
-from arela_index.query.steps import Call, Steps, arun, run
-from arela_index.query.trace import Trace
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
+from arela_index.steps import Call, Steps, arun, run
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.trace import Trace
 from arela_index.workers import offload
 
 log = logging.getLogger("arela_index")

@@ -21,8 +21,6 @@ from llama_index.core.tools.types import ToolMetadata
 from pydantic import ConfigDict, Field
 
 from arela_index.errors import ArelaError
-from arela_index.query.steps import Steps, arun, run
-from arela_index.query.trace import Trace
 from arela_index.selectors.evidence import (
     Entities,
     RepoTerms,
@@ -56,10 +54,12 @@ from arela_index.selectors.tools import (
     memory_of,
     named_tool,
 )
+from arela_index.steps import Steps, arun, run
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.trace import Trace
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
 LLM_CONFIDENCE = 0.75

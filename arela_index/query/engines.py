@@ -47,10 +47,10 @@ from arela_index.query.answers import abstention, citation, offline_answer
 from arela_index.query.grading import RelevanceGrader, checked_prompt
 from arela_index.query.loop import QueryLoop, total
 from arela_index.query.recent import RecentAnswers
-from arela_index.query.steps import Call, Steps, arun, run
-from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
+from arela_index.steps import Call, Steps, arun, run
 from arela_index.text.question import Question
+from arela_index.trace import Trace
 from arela_index.workers import offload
 
 ANSWER_PROMPT = PromptTemplate(
@@ -102,9 +102,6 @@ class ArelaRetriever(BaseRetriever):
         if (known := self._recalled(query)) is not None:
             return known
         return self._remember(query, run(self.loop.steps(Question.read(query))))
-
-    async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        return await offload(self.retrieve_with_trace, query)
 
     def _recalled(self, query: QueryType) -> tuple[list[NodeWithScore], Trace] | None:
         known = self.recent.get(query) if self.recent is not None else None

@@ -15,11 +15,11 @@ from pydantic import BaseModel, Field, PrivateAttr
 from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.nodes import fresh
 from arela_index.query.node_text import NodeText
-from arela_index.query.steps import Steps, run, structured_call
 from arela_index.query.term_weights import TermWeights
-from arela_index.query.trace import Trace
 from arela_index.selectors.intents import STRUCTURAL, TEMPORAL
+from arela_index.steps import Steps, run, structured_call
 from arela_index.text.question import Question
+from arela_index.trace import Trace
 
 # How well a memory's kind of answer fits an intent.
 _FIT = {

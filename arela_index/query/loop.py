@@ -1,6 +1,6 @@
 """The query loop: route → retrieve → grade → retry → answer, the one place a question goes through.
 
-Written once as steps (`query/steps.py`): `run` drives it for sync callers, `arun` for async ones.
+Written once as steps (`steps.py`): `run` drives it for sync callers, `arun` for async ones.
 When too little of what came back is relevant, the retry strategies, in order, propose the next
 attempt; the first one not tried yet is made. At most `max_retries` times, never the same query
 in the same memory twice, stopping when the same nodes come back.
@@ -20,12 +20,12 @@ from arela_index.nodes import distinct_spans, fresh
 from arela_index.query.grading import Group, RelevanceGrader, missing_names
 from arela_index.query.meaning import CANDIDATES, NEAR_CANDIDATES, Closeness, MeaningCheck
 from arela_index.query.rewrite import Rewriter, closest_names
-from arela_index.query.steps import Call, Steps
-from arela_index.query.trace import Trace
 from arela_index.selectors.intents import FACTUAL, SUBSTITUTE
+from arela_index.steps import Call, Steps
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.spelling import respellings
+from arela_index.trace import Trace
 from arela_index.workers import offload
 
 if TYPE_CHECKING:

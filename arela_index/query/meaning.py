@@ -26,8 +26,8 @@ from arela_index.llm.sentence_model import SentenceModel
 from arela_index.query.general import GeneralQuestions
 from arela_index.query.node_text import NodeText
 from arela_index.query.term_weights import TermWeights
-from arela_index.query.trace import Trace
 from arela_index.text.question import Question, content_terms
+from arela_index.trace import Trace
 
 # Candidates a question is compared with: the sparse ranking's first 30 chunks. The first 5 or 10
 # lost in-scope questions whose closest passage ranks lower (tune halves: 13 and 8 more abstained).

@@ -11,11 +11,11 @@ from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMi
 from pydantic import BaseModel
 
 from arela_index.errors import OllamaUnavailable
-from arela_index.query.steps import Steps, structured_call
-from arela_index.query.trace import Trace
+from arela_index.steps import Steps, structured_call
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.tokens import FILLER, KIND_WORDS, ROUTING_WORDS, STOPWORDS
+from arela_index.trace import Trace
 
 _EXPANDED = 2  # a name defined in more places than this is too common to expand
 

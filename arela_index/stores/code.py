@@ -138,7 +138,7 @@ class CodeStore:
         """Read a store back; a missing, damaged or mismatched file is an `IndexProblem`.
 
         Vectors a build put in a store of the caller's are reached through `vector_store`,
-        which must be that store; without it the store has no dense side (`missing_store`).
+        which must be that store; without it the store has no dense side.
         """
         chunks = _load_chunks(directory / _CHUNKS)
         embedding, record = _load_embedding(directory)
@@ -152,13 +152,6 @@ class CodeStore:
                 dense = ChunkVectors.attach(vector_store, chunks, embedding.dim, record)
         sparse = SparseIndex.load(directory, chunks) if chunks else None
         return cls(chunks, dense, embedding, sparse, record)
-
-    @property
-    def missing_store(self) -> str | None:
-        """Which store holds this memory's vectors when it was not given (dense is off), else None."""
-        if self.dense is None and self.record is not None and not self.record.get("file"):
-            return describe_store(self.record)
-        return None
 
     @property
     def vectors(self) -> np.ndarray | None:

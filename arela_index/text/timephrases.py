@@ -110,17 +110,6 @@ class TimeWindow:
         return (question[: self.span[0]] + " " + question[self.span[1] :]).strip()
 
 
-def resolve_time(
-    question: str, reference: datetime | None, tags: Mapping[str, datetime] | None = None
-) -> TimeWindow | None:
-    """The first time phrase of a question as a window, or None when it names no time.
-
-    `reference` is the newest commit's date (its timezone decides where days begin); `tags` maps
-    tag names to the dates of the commits they point at, for "since v8.1" or "between v1 and v2".
-    """
-    return TimePhrases(question).resolve(reference, tags)
-
-
 class TimePhrases:
     """The phrases of one text that may name a time, found once (when first resolved); each
     repository resolves them against its own newest commit and tags.

@@ -41,9 +41,9 @@ from arela_index.query.engines import (
     searched,
 )
 from arela_index.query.loop import QueryLoop
-from arela_index.query.trace import TRACE_KEY, Trace
 from arela_index.retrievers.router import build_router
 from arela_index.text.question import MAX_CHARS, Question
+from arela_index.trace import TRACE_KEY, Trace
 
 
 @pytest.fixture(scope="module")

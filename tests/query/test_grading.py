@@ -21,13 +21,13 @@ from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop, names_elsewhere, rewritten_query
 from arela_index.query.node_text import NodeText
 from arela_index.query.rewrite import Rewriter, closest_names, offline_rewrite
-from arela_index.query.steps import run
 from arela_index.query.term_weights import TermWeights
-from arela_index.query.trace import TRACE_KEY, Trace
 from arela_index.retrievers.router import build_router
+from arela_index.steps import run
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.tokens import tokenize
+from arela_index.trace import TRACE_KEY, Trace
 
 
 @pytest.fixture(scope="module")

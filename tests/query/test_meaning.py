@@ -26,7 +26,7 @@ from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop
 from arela_index.query.meaning import FAR, NEAR, MeaningCheck
 from arela_index.query.rewrite import Rewriter
-from arela_index.query.steps import run
+from arela_index.steps import run
 from arela_index.text.question import Question
 
 CRAWL = '''"""Crawl a website and report every broken link."""

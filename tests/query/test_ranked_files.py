@@ -11,7 +11,7 @@ from llama_index.core.schema import NodeWithScore
 from support.engine_repos import Indexed, indexed, strict_loop
 
 from arela_index.index import ArelaIndex
-from arela_index.query.steps import run
+from arela_index.steps import run
 from arela_index.text.question import Question
 
 REPORT = """Jobs that keep failing hang the whole queue since 2.1.0
