@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from llama_index.core.chat_engine.types import BaseChatEngine
     from llama_index.core.tools import QueryEngineTool
 
+    from arela_index.policy.decisions import QueryPolicy
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
-    from arela_index.query.meaning import MeaningCheck
     from arela_index.retrievers.audit import AuditLogRetriever
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
@@ -245,19 +245,22 @@ class ArelaIndex:
             return None
 
     @cached_property
-    def _meaning(self) -> MeaningCheck | None:
-        """One meaning check for every retriever and engine of this index: the chunk vectors
-        it keeps are theirs too (keyed by text, so a refresh cannot serve a stale one)."""
-        from arela_index.query.meaning import MeaningCheck
+    def policy(self) -> QueryPolicy:
+        """The query path's decisions (scope, routing, relevance) over this index's statistics,
+        one for every retriever and engine: the chunk vectors its sentence model keeps are
+        theirs too (keyed by text, so a refresh cannot serve a stale one)."""
+        from arela_index.policy.decisions import QueryPolicy
+        from arela_index.policy.meaning import MeaningCheck
 
-        return MeaningCheck() if self.config.meaning_check else None
+        meaning = MeaningCheck() if self.config.meaning_check else None
+        return QueryPolicy.of_index(self, meaning)
 
     @cached_property
     def term_weights(self) -> Any:
         """How informative each word is here (idf over the code memory): the grader's evidence.
         Counted from the chunk index's vocabulary and column pointers alone: every question is
         graded, and the code memory is read only when a question is routed to it."""
-        from arela_index.query.term_weights import TermWeights
+        from arela_index.policy.term_weights import TermWeights
         from arela_index.stores.bm25_flat import DocumentCounts
 
         chunks = self.manifest.memories.get("code", {}).get("chunks")
@@ -341,7 +344,7 @@ class ArelaIndex:
             available=self.available_memories(),
             llm=self._llm(self.config.router_model, self.config.router_timeout),
             embed_model=self.embed_model,
-            written=self.term_weights.share,
+            policy=self.policy,
         )
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> ArelaRetriever:
@@ -377,7 +380,7 @@ class ArelaIndex:
             top_k,
         )
         llm = self._llm(self.config.router_model, self.config.router_timeout)
-        grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
+        grader = RelevanceGrader(llm=llm, route=selector.route, policy=self.policy)
         rewriter = Rewriter(llm, self.vocabulary)
         return ArelaRetriever(
             QueryLoop(
@@ -385,7 +388,7 @@ class ArelaIndex:
                 grader,
                 rewriter,
                 max_retries=self.config.max_retries,
-                meaning=self._meaning,
+                policy=self.policy,
             ),
             # With a model, answers hang on its (cached) decisions and its health: not kept.
             recent=RecentAnswers() if llm is None else None,
@@ -500,12 +503,15 @@ class _OnFirstQuestion(MemoryRetriever):
                     self._made = self._make()
         return self._made
 
-    def __getattr__(self, name: str) -> Any:
-        # What the router may ask of a memory besides a search (the code memory's `files`,
-        # `fallback`): the memory's own.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.made, name)
+    def files(self, question: str, count: int, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+        return self.made.files(question, count, intents)
+
+    def candidates(self, question: str, count: int) -> list[NodeWithScore]:
+        return self.made.candidates(question, count)
+
+    @property
+    def fallback(self) -> str | None:
+        return self.made.fallback if self._made is not None else None
 
     def search(self, question: str) -> list[NodeWithScore]:
         return self.made.search(question)

@@ -22,7 +22,7 @@ MODULES = (
     "query/grading.py",
     "query/rewrite.py",
     "text/entities.py",
-    "selectors/evidence.py",
+    "policy/evidence.py",
     "selectors/prototypes.py",
     "selectors/arela_selector.py",
     "retrievers/router.py",

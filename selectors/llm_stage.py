@@ -19,7 +19,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, create_model
 
-from arela_index.selectors.intents import INTENT_MEANINGS, INTENTS
+from arela_index.policy.intents import INTENT_MEANINGS, INTENTS
 from arela_index.steps import Steps, structured_call
 
 DEFAULT_PROMPT = PromptTemplate(

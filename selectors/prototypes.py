@@ -18,7 +18,7 @@ from itertools import pairwise
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.llm.ollama import Rest, describe_failure
-from arela_index.selectors.intents import (
+from arela_index.policy.intents import (
     COMPARATIVE,
     CONCEPTUAL,
     FACTUAL,

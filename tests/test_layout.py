@@ -24,7 +24,7 @@ CHECK = (
     "from arela_index import RelevanceGrader, ArelaIndex; "
     "print(selectors.__file__); print(s.__file__); print(r.__file__)"
 )
-SUBPACKAGES = ("cli", "indexing", "llm", "parsing", "query", "stores", "text")
+SUBPACKAGES = ("cli", "indexing", "llm", "parsing", "policy", "query", "stores", "text")
 
 
 def _run(cwd: Path, env: dict[str, str] | None = None) -> list[str]:

@@ -28,7 +28,7 @@ from arela_index.indexing.health import partial_memories
 from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import git, resolve_root
 from arela_index.llm.sentence_model import SentenceModel
-from arela_index.query.general import GeneralQuestions
+from arela_index.policy.general import GeneralQuestions
 
 PROBLEMS = ("warn", "fail")
 

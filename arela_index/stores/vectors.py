@@ -197,34 +197,17 @@ def build_vectors(
         return ChunkVectors.faiss(_embed(chunks, embed_model, cached, progress), directory)
     record = store_record(vector_store)
     ids = [point_id(c.node_id) for c in chunks]
-    kept: set[str] = set()
     fresh = None
     try:
-        if before.record == record and same_model:
-            # A refresh of the same store: points of unchanged chunks stay, the others go.
-            was = {point_id(c.node_id): _text_key(c) for c in before.chunks}
-            now = dict(zip(ids, map(_text_key, chunks), strict=True))
-            kept = {pid for pid, key in now.items() if was.get(pid) == key}
-            stale = [pid for pid in was if pid not in kept]
-            if stale:
-                vector_store.delete_nodes(node_ids=stale)
-        elif before.record == record:
-            vector_store.clear()  # another model: vectors of another size and meaning
+        kept = _kept_points(vector_store, record, before, same_model, ids, chunks)
         todo = [i for i, pid in enumerate(ids) if pid not in kept]
         if progress is not None and kept:
             progress(len(kept))
         if todo:
             fresh = _embed([chunks[i] for i in todo], embed_model, cached, progress)
-            nodes = [
-                chunks[i].model_copy(update={"id_": ids[i], "embedding": row.tolist()})
-                for i, row in zip(todo, fresh, strict=True)
-            ]
-            added = vector_store.add(nodes)
-            if list(added) != [ids[i] for i in todo]:
-                raise ArelaError(
-                    f"{record['class']} renamed the chunks it stored (FaissVectorStore does): "
-                    "leave vector_store unset to keep the vectors in FAISS in the index folder"
-                )
+            _add_points(
+                vector_store, record, [chunks[i] for i in todo], [ids[i] for i in todo], fresh
+            )
     except ArelaError:
         raise
     except Exception as exc:  # every store fails in its own way; say it in one line
@@ -237,6 +220,49 @@ def build_vectors(
     else:
         dim = before.embedding.dim if before.embedding is not None else 0
     return ChunkVectors(vector_store, ids, dim, record)
+
+
+def _kept_points(
+    vector_store: BasePydanticVectorStore,
+    record: dict[str, Any],
+    before: Before,
+    same_model: bool,
+    ids: list[str],
+    chunks: list[TextNode],
+) -> set[str]:
+    """The points a refresh of the same store keeps (unchanged chunks); the others are deleted,
+    and a store of another model's vectors is cleared."""
+    if before.record != record:
+        return set()
+    if not same_model:
+        vector_store.clear()  # another model: vectors of another size and meaning
+        return set()
+    was = {point_id(c.node_id): _text_key(c) for c in before.chunks}
+    now = dict(zip(ids, map(_text_key, chunks), strict=True))
+    kept = {pid for pid, key in now.items() if was.get(pid) == key}
+    stale = [pid for pid in was if pid not in kept]
+    if stale:
+        vector_store.delete_nodes(node_ids=stale)
+    return kept
+
+
+def _add_points(
+    vector_store: BasePydanticVectorStore,
+    record: dict[str, Any],
+    chunks: list[TextNode],
+    ids: list[str],
+    vectors: np.ndarray,
+) -> None:
+    nodes = [
+        chunk.model_copy(update={"id_": pid, "embedding": row.tolist()})
+        for chunk, pid, row in zip(chunks, ids, vectors, strict=True)
+    ]
+    added = vector_store.add(nodes)
+    if list(added) != ids:
+        raise ArelaError(
+            f"{record['class']} renamed the chunks it stored (FaissVectorStore does): "
+            "leave vector_store unset to keep the vectors in FAISS in the index folder"
+        )
 
 
 def _text_key(node: TextNode) -> str:

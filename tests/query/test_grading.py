@@ -17,14 +17,15 @@ from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import make_llm
+from arela_index.policy.decisions import Route
+from arela_index.policy.term_weights import TermWeights
 from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop, names_elsewhere, rewritten_query
-from arela_index.query.node_text import NodeText
 from arela_index.query.rewrite import Rewriter, closest_names, offline_rewrite
-from arela_index.query.term_weights import TermWeights
 from arela_index.retrievers.router import build_router
 from arela_index.steps import run
 from arela_index.text.entities import Vocabulary
+from arela_index.text.node_text import NodeText
 from arela_index.text.question import Question
 from arela_index.text.tokens import tokenize
 from arela_index.trace import TRACE_KEY, Trace
@@ -46,8 +47,15 @@ def first_pass(index: ArelaIndex, question: str) -> tuple[list[NodeWithScore], T
 
 
 def graded(loop: QueryLoop, nodes: list[NodeWithScore], trace: Trace) -> list[NodeWithScore]:
-    """The loop's grade-and-retry of a first pass the router made (or a test wrote)."""
-    return run(loop.grade_steps(Question.read(trace.question), nodes, trace))
+    """The loop's scope, grade, retry and answer for a first pass the router made (or a test
+    wrote), routed as the trace records it."""
+    route = Route(
+        tuple(trace.intent_names),
+        tuple(trace.memory_names),
+        tuple(trace.compared),
+        trace.report,
+    )
+    return run(loop.answer_steps(Question.read(trace.question), route, nodes, trace))
 
 
 def steps(trace: Trace, kind: str) -> list[dict[str, Any]]:

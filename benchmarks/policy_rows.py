@@ -1,0 +1,196 @@
+"""The policy's labelled data: each labelled question measured against its repository, one JSON
+row per (question, repository) for the scope model and per retrieved chunk for the relevance
+model. `scripts/fit_policy.py` fits the models on these rows.
+
+    python benchmarks/policy_rows.py --repos-dir /tmp/policy-repos --index-name .arela-policy \\
+        --out /tmp/policy-rows.jsonl [--sets SET.jsonl ...] [--routing-repos DIR]
+
+Sets (each line `id`, `question`, and `repo` + `base_commit` for an in-scope one):
+  in scope     SWE-QA public (/work/shared/eval/sweqa-public.jsonl) and the plain-words sets
+               benchmarks/questions_in_scope_blind*.jsonl, benchmarks/questions_pytest_code.jsonl,
+               each asked of its checkout `--repos-dir`/<name>@<sha8> (indexed offline into
+               `--index-name`; a checkout that is missing is skipped and said);
+  out of scope benchmarks/questions_out_of_scope*.jsonl: each asked of ONE checkout, chosen by a
+               hash of its id, so that a fold that holds out a repository also holds out the
+               out-of-scope questions asked of it;
+  routing      tests/support/routing_questions.yaml over the test repositories taskq and shop
+               (built into `--routing-repos` and indexed there), in or out of scope by its label.
+Relevance rows: the code memory's first chunks for each in-scope question that has gold files
+(SWE-QA, the pytest set); a chunk is relevant when its file is a gold file.
+
+Every row carries `group` (the repository, owner/name): the fit holds out whole groups. The four
+large repositories of /work/shared/eval/derived are never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from arela_index.index import ArelaIndex
+from arela_index.policy.decisions import QueryPolicy
+from arela_index.policy.meaning import MeaningCheck
+from arela_index.policy.repository import Repository
+from arela_index.policy.signals import CANDIDATES
+from arela_index.text.node_text import graded_text
+from arela_index.text.question import Question
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+IN_SCOPE = [
+    Path("/work/shared/eval/sweqa-public.jsonl"),
+    HERE / "questions_in_scope_blind.jsonl",
+    HERE / "questions_in_scope_blind2.jsonl",
+    HERE / "questions_in_scope_blind3.jsonl",
+    HERE / "questions_pytest_code.jsonl",
+]
+OUT_OF_SCOPE = sorted(HERE.glob("questions_out_of_scope*.jsonl"))
+ROUTING = ROOT / "tests" / "support" / "routing_questions.yaml"
+RELEVANCE_DEPTH = 20  # chunks of the first pass labelled per question
+
+
+def read_set(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def checkout_name(repo: str, commit: str) -> str:
+    return f"{repo.split('/')[-1]}@{commit[:8]}"
+
+
+def assigned(item_id: str, checkouts: list[str]) -> str:
+    """The one checkout an out-of-scope question is asked of."""
+    digest = hashlib.sha256(item_id.encode()).digest()
+    return checkouts[int.from_bytes(digest[:4], "big") % len(checkouts)]
+
+
+class Measured:
+    """One index, measured with the package's own signals; `names_only`: as a selector that has
+    the repository's names but not its text (no code memory) measures it."""
+
+    def __init__(self, index: ArelaIndex, group: str, names_only: bool = False) -> None:
+        self.index, self.group, self.names_only = index, group, names_only
+        if names_only:
+            self.policy = QueryPolicy(Repository.of(index.vocabulary))
+        else:
+            self.policy = QueryPolicy.of_index(index, MeaningCheck())
+        self.code = index.code_retriever(top_k=RELEVANCE_DEPTH)
+
+    def scope_row(self, item: dict[str, Any], inside: bool, source: str) -> dict[str, Any]:
+        question = Question.read(item["question"])
+        reading = self.policy.read(question)
+        values = dict(reading.words.values)
+        if not self.names_only:
+            candidates = self.code.candidates(self.policy.meaning_text(question), CANDIDATES)
+            values.update(self.policy.meaning_values(question, candidates))
+        return {
+            "kind": "scope_names" if self.names_only else "scope",
+            "id": item["id"],
+            "group": self.group,
+            "source": source,
+            "in_scope": inside,
+            "values": values,
+        }
+
+    def relevance_rows(self, item: dict[str, Any], gold: set[str]) -> Iterator[dict[str, Any]]:
+        question = Question.read(item["question"])
+        nodes = self.code.ask(question, ["factual"])
+        grader = self.policy.relevance_reader(question, ["factual"])
+        for rank, node in enumerate(nodes):
+            values = grader(node, rank / max(1, len(nodes)), graded_text(node))
+            yield {
+                "kind": "relevance",
+                "id": item["id"],
+                "group": self.group,
+                "relevant": node.node.metadata.get("file_path") in gold,
+                "values": values,
+            }
+
+
+def open_checkout(folder: Path, index_name: str) -> ArelaIndex | None:
+    persist = folder / index_name
+    if not persist.is_dir():
+        print(f"skipped {folder.name}: no index in {persist}", file=sys.stderr)
+        return None
+    return ArelaIndex.load(persist, offline=True)
+
+
+def routing_indexes(folder: Path) -> dict[str, ArelaIndex]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.routing_repos import BUILDERS  # the test repositories, built for real
+
+    indexes = {}
+    for name, build in BUILDERS.items():
+        root = folder / name
+        if not root.exists():
+            build(root)
+        indexes[name] = ArelaIndex.from_repo(
+            root, persist_dir=str(folder / f"{name}-index"), offline=True, show_progress=False
+        )
+    return indexes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
+    parser.add_argument("--index-name", default=".arela")
+    parser.add_argument("--routing-repos", type=Path, default=Path("/tmp/policy-routing"))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--names-only",
+        action="store_true",
+        help="scope rows only, measured against the repository's names alone (no text, no meaning)",
+    )
+    args = parser.parse_args()
+
+    in_scope = {path: read_set(path) for path in IN_SCOPE if path.exists()}
+    by_checkout: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    groups: dict[str, str] = {}
+    for path, items in in_scope.items():
+        for item in items:
+            name = checkout_name(item["repo"], item["base_commit"])
+            by_checkout.setdefault(name, []).append((item, path.name))
+            groups[name] = item["repo"]
+    checkouts = sorted(n for n in by_checkout if (args.repos_dir / n).is_dir())
+    outside: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for path in OUT_OF_SCOPE:
+        for item in read_set(path):
+            outside.setdefault(assigned(item["id"], checkouts), []).append((item, path.name))
+
+    with args.out.open("w") as out:
+        for name in checkouts:
+            index = open_checkout(args.repos_dir / name, args.index_name)
+            if index is None:
+                continue
+            measured = Measured(index, groups[name], args.names_only)
+            for item, source in by_checkout[name]:
+                out.write(json.dumps(measured.scope_row(item, True, source)) + "\n")
+                gold = set(item.get("gold", {}).get("files", []))
+                for row in (
+                    measured.relevance_rows(item, gold) if gold and not args.names_only else ()
+                ):
+                    out.write(json.dumps(row) + "\n")
+            for item, source in outside.get(name, []):
+                out.write(json.dumps(measured.scope_row(item, False, source)) + "\n")
+            print(
+                f"{name}: {len(by_checkout[name])} in scope, {len(outside.get(name, []))} out",
+                file=sys.stderr,
+            )
+        labelled = yaml.safe_load(ROUTING.read_text())["questions"]
+        for name, index in routing_indexes(args.routing_repos).items():
+            measured = Measured(index, f"tests/{name}", args.names_only)
+            for n, item in enumerate(q for q in labelled if q["repo"] == name):
+                row = {"id": f"routing-{name}-{n}", "question": item["q"]}
+                inside = item["intents"] != ["out_of_scope"]
+                out.write(json.dumps(measured.scope_row(row, inside, ROUTING.name)) + "\n")
+            print(f"{name}: routing questions", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
