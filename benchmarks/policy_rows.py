@@ -90,6 +90,7 @@ class Measured:
             candidates = self.code.candidates(self.policy.meaning_text(question), CANDIDATES)
             values.update(self.policy.meaning_values(question, candidates))
         return {
+            "written": bool(reading.entities.written),
             "kind": "scope_names" if self.names_only else "scope",
             "id": item["id"],
             "group": self.group,
@@ -136,6 +137,57 @@ def routing_indexes(folder: Path) -> dict[str, ArelaIndex]:
     return indexes
 
 
+def questions_by_id() -> dict[str, str]:
+    """Every labelled question's text by its row id."""
+    found = {
+        item["id"]: item["question"]
+        for path in [*IN_SCOPE, *OUT_OF_SCOPE]
+        if path.exists()
+        for item in read_set(path)
+    }
+    labelled = yaml.safe_load(ROUTING.read_text())["questions"]
+    for name in ("taskq", "shop"):
+        for n, item in enumerate(q for q in labelled if q["repo"] == name):
+            found[f"routing-{name}-{n}"] = item["q"]
+    return found
+
+
+def refresh_words(args: argparse.Namespace) -> None:
+    """The scope rows of `--refresh-words` with their word signals measured again (the sentence
+    model's are kept: they did not change); other rows as they were."""
+    rows = [json.loads(line) for line in args.refresh_words.read_text().splitlines() if line]
+    texts = questions_by_id()
+    policies: dict[tuple[str, str], QueryPolicy] = {}
+    checkouts = {}
+    for path in IN_SCOPE:
+        for item in read_set(path) if path.exists() else []:
+            checkouts[item["repo"]] = args.repos_dir / checkout_name(
+                item["repo"], item["base_commit"]
+            )
+    routing = {f"tests/{n}": args.routing_repos / f"{n}-index" for n in ("taskq", "shop")}
+    with args.out.open("w") as out:
+        for row in rows:
+            if row["kind"].startswith("scope"):
+                group, key = row["group"], (row["group"], row["kind"])
+                if key not in policies:
+                    persist = routing.get(group) or checkouts[group] / args.index_name
+                    index = ArelaIndex.load(persist, offline=True)
+                    names_only = row["kind"] == "scope_names"
+                    policies[key] = (
+                        QueryPolicy(Repository.of(index.vocabulary))
+                        if names_only
+                        else QueryPolicy.of_index(index)
+                    )
+                reading = policies[key].read(Question.read(texts[row["id"]]))
+                row["values"] = {**row["values"], **reading.words.values}
+                row["written"] = bool(reading.entities.written)
+                for gone in (
+                    set(row["values"]) - set(reading.words.values) - {"closest", "resembles"}
+                ):
+                    del row["values"][gone]
+            out.write(json.dumps(row) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
@@ -143,12 +195,20 @@ def main() -> None:
     parser.add_argument("--routing-repos", type=Path, default=Path("/tmp/policy-routing"))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
+        "--refresh-words",
+        type=Path,
+        help="rows written before: measure their questions' words again, keep the rest",
+    )
+    parser.add_argument(
         "--names-only",
         action="store_true",
         help="scope rows only, measured against the repository's names alone (no text, no meaning)",
     )
     args = parser.parse_args()
 
+    if args.refresh_words:
+        refresh_words(args)
+        return
     in_scope = {path: read_set(path) for path in IN_SCOPE if path.exists()}
     by_checkout: dict[str, list[tuple[dict[str, Any], str]]] = {}
     groups: dict[str, str] = {}

@@ -126,6 +126,36 @@ def held_out(
     return figures
 
 
+def held_out_decisions(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
+    """Per repository, the scope decision as the package takes it, with models fitted without
+    it: the words' model where it is sure (or where the sentence model does not read the
+    question: a report, a time named, nothing but words of asking), else the model of words
+    and meaning."""
+    figures: dict[str, dict[str, Any]] = {}
+    for group in sorted({r["group"] for r in rows}):
+        train = [r for r in rows if r["group"] != group]
+        words = fit(train, SCOPE_WORDS, scope_bar)
+        full = fit(train, SCOPE, scope_bar)
+        decided = []
+        for row in (r for r in rows if r["group"] == group):
+            values = row["values"]
+            p = words.probability(values)
+            by_words = any(values[n] for n in ("report", "no_words", "names_time"))
+            if by_words:
+                inside = p >= words.bar
+            elif p <= words.sure_no or p >= words.sure_yes:
+                inside = p >= words.sure_yes
+            else:
+                inside = full.decide(values)
+            decided.append((inside, label(row)))
+        figures[group] = {
+            "rows": len(decided),
+            "yes_kept": _share([d for d, y in decided if y], True),
+            "no_refused": _share([d for d, y in decided if not y], False),
+        }
+    return figures
+
+
 def _share(decisions: Sequence[bool], wanted: bool) -> float | None:
     return round(sum(d == wanted for d in decisions) / len(decisions), 4) if decisions else None
 
@@ -188,6 +218,11 @@ def main() -> None:
         "l2": L2,
         "figures": figures,
     }
+    decision = held_out_decisions(by_kind["scope"])
+    figures["scope_decision"] = {"held_out": decision, "summary": summary(decision)}
+    print("scope_decision", json.dumps(figures["scope_decision"]["summary"]))
+    for group, f in decision.items():
+        print(f"  {group:32} {json.dumps(f)}")
     version = hashlib.sha256(
         json.dumps({k: m.to_dict() for k, m in models.items()}, sort_keys=True).encode()
     ).hexdigest()[:12]

@@ -159,11 +159,10 @@ class QueryPolicy:
         values = reading.words.values
         words = self.table.model("scope_words" if self.repository.text.documents else "scope_names")
         p = words.probability(values)
-        # A question that writes code, pastes a report or asks with words of asking and of time
-        # alone is judged by its names and words: the sentence model cannot read `--lf`, a
-        # report is longer than it reads, and "what changed last week?" means nothing it could
-        # find among passages.
-        judged_by_words = bool(reading.entities.written) or values["report"] or values["no_words"]
+        # A pasted report, a question that names a time or asks with words of asking alone is
+        # judged by its names and words: a report is longer than the sentence model reads, and
+        # "what changed last week?" asks the history, not the passages it would compare.
+        judged_by_words = any(values[name] for name in ("report", "no_words", "names_time"))
         sure = self.meaning is None or judged_by_words
         if not sure and words.sure_no < p < words.sure_yes:
             return Scope(UNSURE, p)

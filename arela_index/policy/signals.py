@@ -9,6 +9,7 @@ signals of their own).
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ SCOPE_WORDS = (
     # It writes code (an identifier, a path, an option) the repository does not hold: about
     # code, maybe a near miss of this repository's.
     "code_unknown",
+    # How close the code it writes but the repository lacks comes to a name the repository has
+    # (difflib's ratio to the nearest symbol name): "parse_crn" is a near miss of `parse_cron`.
+    "near_miss",
     # It names one of the repository's committers (alone, a namesake proves little).
     "author_named",
     # The share of its words' weight (idf over the repository's chunks) in words the
@@ -54,8 +58,11 @@ SCOPE_WORDS = (
     # repository that never uses a word is likelier not to be about it than a small one, whose
     # few names leave much unsaid.
     "topic_absent_size",
-    # Nothing but words of asking and of time ("what changed last week?"): nothing to weigh.
+    # Nothing but words of asking and of time: nothing to weigh.
     "no_words",
+    # It names a time or a version ("last week", "in June 2024", "since v0.1.0"): what the
+    # history answers ("what changed last week?").
+    "names_time",
     # A pasted report (code blocks, tracebacks, paragraphs): about what the code does.
     "report",
 )
@@ -122,6 +129,7 @@ def read_words(
     values = {
         "names_known": float(entities.names_code),
         "code_unknown": float(bool(entities.unknown_code)),
+        "near_miss": near_miss(entities.unknown_code, repository),
         "author_named": float(bool(entities.authors)),
         "words_used": (
             sum(w for w, word in zip(weights, asked, strict=True) if word in used) / sum(weights)
@@ -135,9 +143,31 @@ def read_words(
         "topic_absent": float(absent),
         "topic_absent_size": float(absent) * size,
         "no_words": float(not asked and not entities.written),
+        "names_time": float(bool(question.time.found)),
         "report": float(reading.report),
     }
     return WordReading(values, tuple(used), tuple(unknown), topic)
+
+
+def near_miss(written: Sequence[str], repository: Repository) -> float:
+    """The best likeness of a name it writes to one of the repository's symbol names (0 for
+    none): names that share their first letter and a length a likeness can allow, compared by
+    difflib's ratio.
+
+    >>> from arela_index.text.entities import Vocabulary
+    >>> round(near_miss(["parse_crn"], Repository.of(Vocabulary(symbols=["app.parse_cron"]))), 2)
+    0.95
+    """
+    vocabulary = repository.vocabulary
+    if vocabulary is None:
+        return 0.0
+    best = 0.0
+    for name in written:
+        last = name.lstrip("-").rsplit(".", 1)[-1].lower()
+        for known in vocabulary.names_by_initial.get(last[:1], {}):
+            if 3 * len(last) <= 5 * len(known) and 3 * len(known) <= 5 * len(last):
+                best = max(best, difflib.SequenceMatcher(None, last, known).ratio())
+    return best
 
 
 def _lift(word: str, repository: Repository) -> float:

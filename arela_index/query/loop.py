@@ -24,7 +24,7 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.nodes import distinct_spans, fresh
 from arela_index.policy.decisions import QueryPolicy, Route, Scope
-from arela_index.policy.intents import SUBSTITUTE
+from arela_index.policy.intents import OUT_OF_SCOPE, SUBSTITUTE
 from arela_index.query.grading import Group, Judged, RelevanceGrader, missing_names
 from arela_index.query.rewrite import Rewriter, closest_names
 from arela_index.steps import Steps
@@ -272,6 +272,10 @@ class QueryLoop:
                 scope = yield from self.policy.scope_steps(reading, candidates)
         state.scope = scope
         if scope.out:
+            out = round(1 - scope.probability, 2) if scope.probability is not None else 0.95
+            # Not about the repository: no memory answers it (what was read to tell is timed).
+            trace.intents, trace.memories = [(OUT_OF_SCOPE, out)], []
+            trace.notes.append(scope.why)
             trace.add_step("abstain", why=scope.why)
             return False
         return True
