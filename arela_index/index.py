@@ -20,7 +20,8 @@ from arela_index.indexing.persist import Manifest, current_build
 from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.code import CodeStore
+from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import check_store
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question

@@ -81,6 +81,12 @@ class Measured:
         else:
             self.policy = QueryPolicy.of_index(index, MeaningCheck())
         self.code = index.code_retriever(top_k=RELEVANCE_DEPTH)
+        self.selector = index.selector()
+        self.memories = [
+            self.code,
+            index.graph_retriever(top_k=RELEVANCE_DEPTH),
+            index.audit_retriever(top_k=RELEVANCE_DEPTH),
+        ]
 
     def scope_row(self, item: dict[str, Any], inside: bool, source: str) -> dict[str, Any]:
         question = Question.read(item["question"])
@@ -100,18 +106,30 @@ class Measured:
         }
 
     def relevance_rows(self, item: dict[str, Any], gold: set[str]) -> Iterator[dict[str, Any]]:
+        """Each memory's first nodes for the question, graded with the intents its route reads;
+        relevant when the node's file is a gold file (a commit is none), or its commit or symbol
+        a gold one."""
         question = Question.read(item["question"])
-        nodes = self.code.ask(question, ["factual"])
-        grader = self.policy.relevance_reader(question, ["factual"])
-        for rank, node in enumerate(nodes):
-            values = grader(node, rank / max(1, len(nodes)), graded_text(node))
-            yield {
-                "kind": "relevance",
-                "id": item["id"],
-                "group": self.group,
-                "relevant": node.node.metadata.get("file_path") in gold,
-                "values": values,
-            }
+        intents = self.selector.route(question).intent_names or ["factual"]
+        grader = self.policy.relevance_reader(question, intents)
+        for memory in self.memories:
+            nodes = memory.ask(question, intents)[:RELEVANCE_DEPTH]
+            for rank, node in enumerate(nodes):
+                values = grader(node, rank / max(1, len(nodes)), graded_text(node))
+                yield {
+                    "kind": "relevance",
+                    "id": item["id"],
+                    "group": self.group,
+                    "relevant": _gold(node.node.metadata, gold),
+                    "values": values,
+                }
+
+
+def _gold(meta: dict[str, Any], gold: set[str]) -> bool:
+    commit = str(meta.get("commit") or "")
+    if commit:
+        return any(commit.startswith(g) for g in gold)
+    return meta.get("file_path") in gold or meta.get("symbol") in gold
 
 
 def open_checkout(folder: Path, index_name: str) -> ArelaIndex | None:
@@ -135,6 +153,35 @@ def routing_indexes(folder: Path) -> dict[str, ArelaIndex]:
             root, persist_dir=str(folder / f"{name}-index"), offline=True, show_progress=False
         )
     return indexes
+
+
+def graph_and_history(args: argparse.Namespace, out: Any) -> None:
+    """Relevance rows of questions for the graph and the history, whose gold is a file, a symbol
+    or a commit: `--graph-history` (golden_real.py's sets: callers' files, last commits) and
+    benchmarks/questions_pytest_mixed.jsonl asked of `--pytest`."""
+    sets: dict[str, list[tuple[dict[str, Any], set[str]]]] = {}
+    for path in args.graph_history or []:
+        for item in read_set(path):
+            sets.setdefault(item["repo"], []).append((item, set(item["gold"])))
+    if args.pytest:
+        for item in read_set(HERE / "questions_pytest_mixed.jsonl"):
+            gold = {*item["files"], *item["symbols"], *item["commits"]}
+            if gold:
+                sets.setdefault(args.pytest, []).append((item, gold))
+    for name, items in sets.items():
+        index = open_checkout(args.repos_dir / name, args.index_name)
+        if index is None:
+            continue
+        group = "pytest-dev/pytest" if name == args.pytest else GROUPS.get(name.split("@")[0], name)
+        measured = Measured(index, group)
+        for n, (item, gold) in enumerate(items):
+            row = {"id": item.get("id", f"{name}-{n}"), "question": item["question"]}
+            for relevance in measured.relevance_rows(row, gold):
+                out.write(json.dumps(relevance) + "\n")
+        print(f"{name}: {len(items)} graph and history questions", file=sys.stderr)
+
+
+GROUPS = {"flask": "pallets/flask", "click": "pallets/click", "httpx": "encode/httpx"}
 
 
 def questions_by_id() -> dict[str, str]:
@@ -195,6 +242,11 @@ def main() -> None:
     parser.add_argument("--routing-repos", type=Path, default=Path("/tmp/policy-routing"))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
+        "--relevance-only", action="store_true", help="only the relevance rows (no sentence model)"
+    )
+    parser.add_argument("--graph-history", type=Path, action="append", help="golden_real.py --out")
+    parser.add_argument("--pytest", help="the pytest checkout the mixed set is asked of")
+    parser.add_argument(
         "--refresh-words",
         type=Path,
         help="rows written before: measure their questions' words again, keep the rest",
@@ -230,18 +282,22 @@ def main() -> None:
                 continue
             measured = Measured(index, groups[name], args.names_only)
             for item, source in by_checkout[name]:
-                out.write(json.dumps(measured.scope_row(item, True, source)) + "\n")
+                if not args.relevance_only:
+                    out.write(json.dumps(measured.scope_row(item, True, source)) + "\n")
                 gold = set(item.get("gold", {}).get("files", []))
                 for row in (
                     measured.relevance_rows(item, gold) if gold and not args.names_only else ()
                 ):
                     out.write(json.dumps(row) + "\n")
-            for item, source in outside.get(name, []):
+            for item, source in [] if args.relevance_only else outside.get(name, []):
                 out.write(json.dumps(measured.scope_row(item, False, source)) + "\n")
             print(
                 f"{name}: {len(by_checkout[name])} in scope, {len(outside.get(name, []))} out",
                 file=sys.stderr,
             )
+        if args.relevance_only:
+            graph_and_history(args, out)
+            return
         labelled = yaml.safe_load(ROUTING.read_text())["questions"]
         for name, index in routing_indexes(args.routing_repos).items():
             measured = Measured(index, f"tests/{name}", args.names_only)

@@ -221,7 +221,7 @@ def _embedding_check(
     manifest: Manifest, config: ArelaConfig, ollama_status: Any, rebuild: str
 ) -> Check:
     from arela_index.llm.ollama import has_model
-    from arela_index.stores.code import EmbeddingInfo
+    from arela_index.stores.embedding import EmbeddingInfo
 
     info = EmbeddingInfo(**manifest.embedding) if manifest.embedding else None
     ollama_embeds = (

@@ -188,7 +188,8 @@ class QueryPolicy:
         values = {**reading.words.values, "resembles": resemblance, "closest": 0.0}
         enough = self._closest_needed(model, values)
         found = yield from candidates(text, CANDIDATES) if enough <= 1.0 else _none()
-        closest = 0.0
+        # None: no passage was read, none could bring it in; no candidate at all: none is near.
+        closest: float | None = None if enough > 1.0 else 0.0
         if found and enough > 0.0:
             closest = yield Call(
                 lambda: check.closest(text, found, enough),
@@ -196,12 +197,16 @@ class QueryPolicy:
             )
         elif found:
             closest = enough  # no passage needs reading: any would do
-        values["closest"] = closest
+        values["closest"] = 1.0 if closest is None else closest
         p = model.probability(values)
         if p >= model.bar:
-            support = (f"the code means what it asks (closest passage {closest:.2f})",)
+            support = (
+                f"the code means what it asks (closest passage {closest:.2f})"
+                if closest is not None
+                else _support(values, reading)[0],
+            )
             return Scope(IN, p, (), "meaning", closest, support)
-        reasons = self._reasons(model, values, reading, like)
+        reasons = self._reasons(model, values, reading, like, read=closest is not None)
         return Scope(OUT, p, reasons, "meaning", closest)
 
     def meaning_text(self, question: Question) -> str:
@@ -237,31 +242,32 @@ class QueryPolicy:
         values: dict[str, float],
         reading: PolicyReading,
         like: str | None = None,
+        read: bool = True,
     ) -> tuple[str, ...]:
-        """What weighed most against the question being about the repository, in words."""
+        """What weighed most against the question being about the repository, in words (the
+        closest passage only when passages were `read`)."""
         parts = model.contributions(values)
+        if not read:
+            parts["closest"] = 0.0
+        named = {"names_known", "code_unknown", "near_miss", "author_named"}
+        shape = {"report", "no_words", "names_time"}
         families = {
-            "words": sum(
-                v
-                for k, v in parts.items()
-                if k
-                not in {
-                    *SCOPE_MEANING,
-                    "names_known",
-                    "code_unknown",
-                    "author_named",
-                    "report",
-                    "no_words",
-                }
-            ),
+            "names": 0.0,
+            "words": sum(v for k, v in parts.items() if k not in {*SCOPE_MEANING, *named, *shape}),
             "closest": parts.get("closest", 0.0),
             "resembles": parts.get("resembles", 0.0),
         }
         said = []
+        if reading.entities.unknown_code and values.get("near_miss", 0.0) < 0.8:
+            # Code it writes that nothing holds is the first thing to say.
+            families["names"] = -1.0
         for family, weight in sorted(families.items(), key=lambda kv: kv[1]):
             if weight >= 0:
                 continue
-            if family == "words":
+            if family == "names":
+                listed = ", ".join(f"`{n}`" for n in reading.entities.unknown_code[:3])
+                said.append(f"nothing in the repository mentions {listed}")
+            elif family == "words":
                 said.append(_words_reason(reading.words))
             elif family == "closest":
                 said.append(

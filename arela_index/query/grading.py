@@ -66,6 +66,8 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
     >>> kept = grader.postprocess_nodes(bm25.retrieve(q), query_str=q)                          # doctest: +SKIP
     """
 
+    # Unset: the relevance model's fitted bar; set: from this grade up (a stricter or looser grader).
+    threshold: float | None = None
     llm_passages: int = 8
     _llm: LLM | None = PrivateAttr(default=None)
     _route: Callable[[Question], Trace] | None = PrivateAttr(default=None)
@@ -106,9 +108,9 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
         return self._policy.repository.text
 
     @property
-    def threshold(self) -> float:
-        """The grade from which a node is relevant: the relevance model's fitted bar."""
-        return self._policy.relevance_model.bar
+    def bar(self) -> float:
+        """The grade from which a node is relevant: `threshold`, else the model's fitted bar."""
+        return self.threshold if self.threshold is not None else self._policy.relevance_model.bar
 
     def _get_prompts(self) -> PromptDictType:
         return {"grade_prompt": self._prompt}
@@ -157,7 +159,7 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
                 relevant = named and (
                     verdicts[node.node.node_id]
                     if verdicts and node.node.node_id in verdicts
-                    else grade >= self.threshold
+                    else grade >= self.bar
                 )
                 if relevant:
                     kept.append(NodeWithScore(node=node.node, score=round(grade, 4)))

@@ -273,8 +273,7 @@ class QueryLoop:
         state.scope = scope
         if scope.out:
             out = round(1 - scope.probability, 2) if scope.probability is not None else 0.95
-            # Not about the repository: no memory answers it (what was read to tell is timed).
-            trace.intents, trace.memories = [(OUT_OF_SCOPE, out)], []
+            trace.intents = [(OUT_OF_SCOPE, out)]
             trace.notes.append(scope.why)
             trace.add_step("abstain", why=scope.why)
             return False
@@ -459,7 +458,7 @@ class QueryLoop:
     @property
     def _under(self) -> float:
         """The highest score an ungraded node may have: just under the grader's threshold."""
-        return round(self.grader.threshold - 1e-4, 4)
+        return round(self.grader.bar - 1e-4, 4)
 
     def _ungraded(
         self, nodes: Sequence[NodeWithScore], question: Question, route: Route, ceiling: float

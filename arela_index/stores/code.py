@@ -6,7 +6,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import make_node
 from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_line
 from arela_index.stores.code_search import CodeSearch, SparseIndex
+from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import (
     FAISS_FILE,
     Before,
@@ -29,19 +30,6 @@ from arela_index.stores.vectors import (
 
 _CHUNKS = CHUNKS_FILE
 _EMBEDDING = EMBEDDING_FILE
-
-
-@dataclass(frozen=True)
-class EmbeddingInfo:
-    """Which model made an index's vectors; queries must embed with the very same one."""
-
-    provider: str  # "ollama" | "static" | the class of a user's model (e.g. "HuggingFaceEmbedding")
-    name: str
-    dim: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider}:{self.name}"
 
 
 class CodeStore:

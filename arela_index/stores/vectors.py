@@ -28,7 +28,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Vector
 from arela_index.errors import ArelaError, corrupt
 
 if TYPE_CHECKING:
-    from arela_index.stores.code import EmbeddingInfo
+    from arela_index.stores.embedding import EmbeddingInfo
 
 FAISS_FILE = "vectors.faiss"
 _FAISS = "FaissVectorStore"
