@@ -69,19 +69,12 @@ def offline_answer(question: str, nodes: Sequence[NodeWithScore], route: str) ->
     return "\n".join(lines).rstrip() + "\n"
 
 
-def abstention(
-    question: str, searched: Sequence[str], why: str, about_repository: bool = True
-) -> str:
+def abstention(question: str, searched: Sequence[str], why: str) -> str:
     """Said plainly, without an LLM, when nothing relevant was found."""
     if not searched:
         return (
             f"This question does not seem to be about the repository, so nothing was searched: "
             f"{question.strip()}"
-        )
-    if not about_repository:
-        return (
-            f"This question does not seem to be about the repository: {question.strip()}\n"
-            f"Read: {', '.join(searched)}; {why.strip().rstrip('.')}."
         )
     return (
         f"The repository does not seem to contain an answer to: {question.strip()}\n"

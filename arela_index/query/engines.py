@@ -277,9 +277,7 @@ class CitedSynthesizer(BaseSynthesizer):
             if self.response_mode == "no_text":
                 text = ""
             elif not nodes:
-                text = abstention(
-                    question, searched(trace), _why_empty(trace), not trace.out_of_scope
-                )
+                text = abstention(question, searched(trace), _why_empty(trace))
             elif self.answer_llm is None or self._streaming:
                 text = offline_answer(question, nodes, _route_line(trace))
             else:

@@ -273,7 +273,9 @@ class QueryLoop:
         state.scope = scope
         if scope.out:
             out = round(1 - scope.probability, 2) if scope.probability is not None else 0.95
-            trace.intents = [(OUT_OF_SCOPE, out)]
+            # Not about the repository: no memory answers it (the passages read to tell are
+            # timed under `meaning`).
+            trace.intents, trace.memories = [(OUT_OF_SCOPE, out)], []
             trace.notes.append(scope.why)
             trace.add_step("abstain", why=scope.why)
             return False
@@ -347,6 +349,8 @@ class QueryLoop:
         ]
         if route.report:
             return (yield from self._report_files(graded, state))
+        if "code" in route.memories and not state.judged.by_llm:
+            graded = _a_chunk_per_file(graded)
         return graded + (yield from self._more_files(graded, state))
 
     def _ungraded_answer(self, state: Pass) -> Steps[list[NodeWithScore]]:
@@ -531,6 +535,21 @@ def _why_nothing(
             return f"the question names nothing to look for, and {searched} found nothing"
         return f"nothing was found in {searched or 'any memory'}{after}"
     return f"nothing relevant was found in {searched}{after}"
+
+
+def _a_chunk_per_file(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes, less the code chunks of a file an earlier node already cites: an answer about
+    code ranks files, and the room goes to the next files (graph and history nodes all stay)."""
+    cited: set[object] = set()
+    kept = []
+    for node in nodes:
+        meta = node.node.metadata
+        path = meta.get("file_path")
+        if meta.get("memory") == "code" and path in cited:
+            continue
+        cited.add(path)
+        kept.append(node)
+    return kept
 
 
 def _ids(nodes: Sequence[NodeWithScore]) -> list[str]:

