@@ -358,8 +358,10 @@ class QueryLoop:
         # A report's "names" are mostly its quotes (the reporter's code, output, logs): that
         # nothing retrieved holds them is no evidence the answer is missing.
         missing = not route.report and missing_names(question, state.pool)
-        # A model that judged nothing relevant read more than any signal here.
-        if not nodes or missing or state.judged.by_llm:
+        # A model that judged nothing relevant read more than any signal here, unless the
+        # question names code the repository holds.
+        overruled = state.judged.by_llm and not self._names_code(question)
+        if not nodes or missing or overruled:
             trace.add_step("abstain", why=_why_nothing(question, state.tried, state.pool))
             return []
         scope = state.scope or route.scope
@@ -458,6 +460,10 @@ class QueryLoop:
                 fresh(node.node, ceiling, grade=grade, attempt=node.node.metadata.get("attempt", 0))
             )
         return out
+
+    def _names_code(self, question: Question) -> bool:
+        """Whether the question names a symbol, a file or the project the repository holds."""
+        return self.policy is not None and self.policy.read(question).entities.names_code
 
     @property
     def _under(self) -> float:

@@ -82,7 +82,7 @@ class TimeWindow:
     """Dates in [start, end) (either side open), or the newest N commits.
 
     >>> ref = datetime(2024, 3, 14, 16, 0, tzinfo=timezone.utc)
-    >>> w = resolve_time("what changed last week?", ref)
+    >>> w = TimePhrases("what changed last week?").resolve(ref)
     >>> w.start.date(), w.end.date(), w.phrase
     (datetime.date(2024, 3, 8), datetime.date(2024, 3, 15), 'last week')
     """
