@@ -72,8 +72,9 @@ class ArelaConfig:
     vector_store: Any = None
 
     def __post_init__(self) -> None:
-        if self.top_k < 1:
-            raise ArelaError(f"top_k must be at least 1, got {self.top_k}")
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ArelaError(f"top_k must be a whole number of at least 1, got {top_k!r}")
         for name in ("probe_timeout", "embed_timeout", "router_timeout", "answer_timeout"):
             if getattr(self, name) <= 0:
                 raise ArelaError(f"{name} must be a positive number of seconds")

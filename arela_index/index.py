@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,15 @@ from llama_index.core.schema import NodeWithScore
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.indexing.build import BuildSummary, build_index
-from arela_index.indexing.persist import Manifest, current_build
+from arela_index.indexing.persist import (
+    IndexBusy,
+    Manifest,
+    check_entries,
+    check_folder,
+    current_build,
+    rebuild_command,
+    with_command,
+)
 from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.retrievers.memory import MemoryRetriever
@@ -31,6 +40,7 @@ if TYPE_CHECKING:
     from llama_index.core.chat_engine.types import BaseChatEngine
     from llama_index.core.tools import QueryEngineTool
 
+    from arela_index.indexing.worktree import WorktreeCheck
     from arela_index.policy.decisions import QueryPolicy
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
     from arela_index.retrievers.audit import AuditLogRetriever
@@ -66,6 +76,11 @@ class ArelaIndex:
         self.persist_dir = folder.parent
         self.manifest = Manifest.read(folder, verify=False)
         self.root = Path(self.manifest.repo_root)
+        if not self.root.is_absolute():
+            raise IndexProblem(
+                f"the index at {self.persist_dir} names no repository ({self.manifest.repo_root!r}"
+                f" is not a folder's full path): rebuild it with `arela index <repo>`"
+            )
         self._stores: dict[str, Any] = {}
         self.notes: list[str] = [n for n in [say_offline_once(self.config, self.runtime)] if n]
         info = self.manifest.embedding
@@ -84,8 +99,8 @@ class ArelaIndex:
                 f"dense retrieval is off, sparse only: the vectors are in {recorded}; "
                 "pass that store as vector_store= to use them"
             )
-        self.__dict__.pop("vocabulary", None)
-        self.__dict__.pop("term_weights", None)
+        for made in ("vocabulary", "term_weights", "worktree_check"):
+            self.__dict__.pop(made, None)
 
     @property
     def code(self) -> CodeStore:
@@ -109,12 +124,12 @@ class ArelaIndex:
                 return self._stores[name]
             try:
                 store = self._load_memory(name)
-            except IndexProblem:
+            except IndexProblem as exc:
                 # A build that finished meanwhile removed this folder, maybe while we were
                 # reading it: then the new build is the index to read, all its memories alike.
                 newer = _existing(self.persist_dir)
                 if newer is None or newer == self.folder:
-                    raise
+                    raise with_command(exc, self.root, self.persist_dir) from None
                 self._open(newer)
                 store = self._load_memory(name)
             self._stores[name] = store
@@ -142,11 +157,23 @@ class ArelaIndex:
         root = resolve_root(path)
         runtime = detect(config)
         persist_dir = config.persist_path(root)
-        existing = _existing(persist_dir)
-        if existing is not None and not refresh:
-            return cls(existing, config, runtime)
-        summary = build_index(root, config, runtime, refresh=existing is not None)
-        return cls(_require(persist_dir), config, runtime, summary)
+        with _advice(root, persist_dir):
+            check_folder(persist_dir, root)
+            existing = _existing(persist_dir, root)
+            if existing is not None and not refresh:
+                return cls(existing, config, runtime)
+            try:
+                summary = build_index(root, config, runtime, refresh=existing is not None)
+            except IndexBusy as busy:
+                if existing is None:
+                    raise
+                # The index there is whole until that build replaces it: answer from it meanwhile.
+                index = cls(existing, config, runtime)
+                index.notes.append(
+                    f"{busy}; answering meanwhile from the index built {index.manifest.built_at}"
+                )
+                return index
+            return cls(_require(persist_dir, root), config, runtime, summary)
 
     @classmethod
     async def afrom_repo(
@@ -162,21 +189,25 @@ class ArelaIndex:
         config = ArelaConfig().with_(**settings)
         root = resolve_root(path)
         runtime = detect(config)
-        summary = build_index(
-            root,
-            config,
-            runtime,
-            refresh=refresh and _existing(config.persist_path(root)) is not None,
-        )
-        return cls(_require(config.persist_path(root)), config, runtime, summary)
+        persist_dir = config.persist_path(root)
+        with _advice(root, persist_dir):
+            check_folder(persist_dir, root)
+            summary = build_index(
+                root, config, runtime, refresh=refresh and _existing(persist_dir) is not None
+            )
+            return cls(_require(persist_dir, root), config, runtime, summary)
 
     @classmethod
     def load(cls, persist_dir: str | Path, **settings: Any) -> ArelaIndex:
-        """Open an existing index folder as it is (no scan, no refresh)."""
+        """Open an existing index folder as it is (no scan, no refresh). An index a repository
+        ships (tracked by git where it lies) or one built from a repository other than the one
+        it lies in is refused."""
         config = ArelaConfig().with_(**settings)
         persist = Path(persist_dir).expanduser().resolve()
         runtime = detect(config)
+        check_entries(persist)
         folder = _require(persist)
+        _not_shipped(persist, folder)
         for _ in range(_LOAD_ATTEMPTS - 1):
             try:
                 return cls(folder, config, runtime)
@@ -195,6 +226,15 @@ class ArelaIndex:
         self._open(_require(self.persist_dir))
         return self.summary
 
+    def refreshed(self) -> ArelaIndex:
+        """`refresh` into a new index object, this one left as it was: a server answers from
+        this one until the new one is ready, then swaps them."""
+        summary = build_index(self.root, self.config, self.runtime, refresh=True)
+        fresh = type(self)(_require(self.persist_dir), self.config, self.runtime, summary)
+        if "policy" in self.__dict__:  # its sentence model's vectors are keyed by chunk text
+            fresh.__dict__["policy"] = type(self.policy).of_index(fresh, self.policy.meaning)
+        return fresh
+
     def staleness(self) -> Any:
         """How the repository differs from what this index was built from (falsy: not at all)."""
         from arela_index.indexing.freshness import staleness_of
@@ -207,7 +247,7 @@ class ArelaIndex:
         """The memories this index holds only in part (`health.Partial`: why, what to do)."""
         from arela_index.indexing.health import partial_memories
 
-        return partial_memories(self.manifest.memories, str(self.root))
+        return partial_memories(self.manifest.memories, str(self.root), self.persist_dir)
 
     # -- memories ------------------------------------------------------------------------------
 
@@ -244,6 +284,13 @@ class ArelaIndex:
             return read()
         except (IndexProblem, OSError, ValueError):
             return None
+
+    @cached_property
+    def worktree_check(self) -> WorktreeCheck:
+        """What keeps answers to the sources the repository's files still hold."""
+        from arela_index.indexing.worktree import WorktreeCheck
+
+        return WorktreeCheck(self.root, self.folder, self.manifest, self.config)
 
     @cached_property
     def policy(self) -> QueryPolicy:
@@ -305,21 +352,26 @@ class ArelaIndex:
     def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
 
-        return CodeMemoryRetriever(self.code, self.embed_model, top_k=top_k or self.config.top_k)
+        return CodeMemoryRetriever(self.code, self.embed_model, top_k=self._top_k(top_k))
 
     def graph_retriever(self, top_k: int | None = None) -> CodeGraphRetriever:
         from arela_index.retrievers.graph import CodeGraphRetriever
 
         return CodeGraphRetriever(
-            self.graph, top_k=top_k or self.config.graph_fanout, fanout=self.config.graph_fanout
+            self.graph,
+            top_k=self.config.graph_fanout if top_k is None else self._top_k(top_k),
+            fanout=self.config.graph_fanout,
         )
 
     def audit_retriever(self, top_k: int | None = None) -> AuditLogRetriever:
         from arela_index.retrievers.audit import AuditLogRetriever
 
-        return AuditLogRetriever(
-            self.audit, vocabulary=self.vocabulary, top_k=top_k or self.config.top_k
-        )
+        return AuditLogRetriever(self.audit, vocabulary=self.vocabulary, top_k=self._top_k(top_k))
+
+    def _top_k(self, top_k: Any) -> int:
+        """`top_k` checked as `load(top_k=...)` checks it (the same one-line error), or the
+        configured one when None."""
+        return self.config.top_k if top_k is None else self.config.with_(top_k=top_k).top_k
 
     # -- querying ------------------------------------------------------------------------------
 
@@ -360,7 +412,7 @@ class ArelaIndex:
 
         _only(kwargs, "as_retriever", "similarity_top_k")
         # LlamaIndex users say `similarity_top_k`; it means the same here.
-        top_k = top_k or kwargs.get("similarity_top_k") or self.config.top_k
+        top_k = self._top_k(top_k if top_k is not None else kwargs.get("similarity_top_k"))
         available = set(self.available_memories())
         # Each memory is read when a question is first routed to it, not now.
         retrievers = {
@@ -393,6 +445,7 @@ class ArelaIndex:
             ),
             # With a model, answers hang on its (cached) decisions and its health: not kept.
             recent=RecentAnswers() if llm is None else None,
+            check=self.worktree_check,
         )
 
     def as_query_engine(
@@ -419,7 +472,9 @@ class ArelaIndex:
             streaming=bool(kwargs.get("streaming", False)),
             response_mode=str(getattr(mode, "value", mode)),  # a ResponseMode or its value
         )
-        retriever = self.as_retriever(top_k or kwargs.get("similarity_top_k"))
+        retriever = self.as_retriever(
+            top_k if top_k is not None else kwargs.get("similarity_top_k")
+        )
         retriever.callback_manager = callback_manager
         return ArelaQueryEngine(
             retriever,
@@ -446,7 +501,7 @@ class ArelaIndex:
             raise ArelaError(
                 f"chat_mode {mode!r} is not supported: arela-index chats in condense_plus_context"
             )
-        top_k = top_k or kwargs.pop("similarity_top_k", None)
+        top_k = top_k if top_k is not None else kwargs.pop("similarity_top_k", None)
         llm = llm or self._llm(self.config.answer_model, self.config.answer_timeout)
         if llm is None:
             return OfflineChatEngine(
@@ -558,14 +613,56 @@ def _only(kwargs: dict[str, Any], method: str, *supported: str) -> None:
 _LOAD_ATTEMPTS = 3  # builds finishing one after another while a load reads each in turn
 
 
-def _existing(persist_dir: Path) -> Path | None:
+@contextlib.contextmanager
+def _advice(root: Path, persist_dir: Path) -> Iterator[None]:
+    """Index problems raised inside advise the real command for this repository and folder."""
+    try:
+        yield
+    except IndexProblem as exc:
+        raise with_command(exc, root, persist_dir) from None
+
+
+def _existing(persist_dir: Path, root: Path | None = None) -> Path | None:
+    """The live build of an index folder; with `root`, refused when it was built from another
+    repository (a shipped or copied index, or a repository that moved)."""
     if not persist_dir.is_dir():
         return None
-    return current_build(persist_dir)
+    folder = current_build(persist_dir)
+    if folder is None or root is None:
+        return folder
+    built_from = Manifest.read(folder, verify=False).repo_root
+    if built_from != str(root):
+        raise IndexProblem(
+            f"the index at {persist_dir} was built from {built_from}, not from {root}: arela "
+            f"answers only from an index of the repository asked about; build one with "
+            f"`{rebuild_command(root, persist_dir)}`"
+        )
+    return folder
 
 
-def _require(persist_dir: Path) -> Path:
+def _require(persist_dir: Path, root: Path | None = None) -> Path:
     folder = _existing(persist_dir)
     if folder is None:
-        raise IndexProblem(f"no index at {persist_dir}: build one with `arela index <repo>`")
+        command = rebuild_command(root, persist_dir) if root is not None else "arela index <repo>"
+        raise IndexProblem(f"no index at {persist_dir}: build one with `{command}`")
     return folder
+
+
+def _not_shipped(persist_dir: Path, folder: Path) -> None:
+    """Refuse an index that lies inside a git work tree which tracks it, or that was built from
+    a repository unrelated to the work tree it lies in: a repository's own copy of an index is
+    data it chose, not an index arela built."""
+    tree = next((p for p in (persist_dir, *persist_dir.parents) if (p / ".git").exists()), None)
+    if tree is None:
+        return
+    from arela_index.indexing.persist import ShippedIndex, tracked_paths
+
+    rel = persist_dir.relative_to(tree).as_posix()
+    if rel != "." and tracked_paths(tree, rel):
+        raise ShippedIndex(tree, persist_dir)
+    built_from = Path(Manifest.read(folder, verify=False).repo_root)
+    if not (built_from.is_relative_to(tree) or tree.is_relative_to(built_from)):
+        raise IndexProblem(
+            f"the index at {persist_dir} lies in the repository {tree} but was built from "
+            f"{built_from}: arela does not load it; build one with `{rebuild_command(tree, persist_dir)}`"
+        )

@@ -12,8 +12,9 @@ who read the repositories but not this system, mostly in plain words ("how are c
 between requests?") where the public sets name code: `questions_in_scope_blind.jsonl`, 120 asked
 of 15 repositories of 10 languages, `questions_in_scope_blind2.jsonl`, 120 asked of the public
 sets' six checkouts (large repositories, where a shared word proves least), and
-`questions_in_scope_blind3.jsonl`, 100 asked of black, jinja, chi, axios and sqlalchemy. Clone
-each `repo` at its `base_commit` into `--repos-dir` as `name@sha8`.
+`questions_in_scope_blind3.jsonl`, 100 asked of black, jinja, chi, axios and sqlalchemy. A
+missing checkout `name@sha8` is made as eval_corpus.py makes it (a clone sharing the objects of
+the `fetch` mirror in `--mirror-dir`), and a missing index is built offline first.
 
 The out-of-scope questions are asked of the public sets' checkouts (at most `--checkouts` of
 them). Four sets by default: 101 written here (some for the routing tests and benchmarks), and
@@ -39,9 +40,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _common import open_index
+from eval_corpus import make_checkout
 from llama_index.core.base.base_retriever import BaseRetriever
-
-from arela_index.index import ArelaIndex
 
 HERE = Path(__file__).resolve().parent
 OUT_OF_SCOPE = [
@@ -59,6 +60,7 @@ def main() -> None:
         "--in-scope", type=Path, action="append", default=[], help="more in-scope sets, JSONL"
     )
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
+    parser.add_argument("--mirror-dir", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--index-name", default=".arela-main")
     parser.add_argument("--out-of-scope", type=Path, action="append", help="OOS sets, JSONL")
     parser.add_argument("--checkouts", type=int, default=6, help="checkouts asked the OOS set")
@@ -77,8 +79,14 @@ def main() -> None:
         Tally(args.half, args.list_heldout),
     )
     for name in order:
-        retriever = ArelaIndex.load(args.repos_dir / name / args.index_name, offline=True)
-        retriever = retriever.as_retriever()
+        first = by_checkout[name][0][1]
+        checkout = make_checkout(
+            first["repo"], first["base_commit"], args.repos_dir, args.mirror_dir
+        )
+        index, built = open_index(checkout, checkout / args.index_name, offline=True)
+        if built is not None:
+            print(f"  built the index of {name} in {built:.0f} s")
+        retriever = index.as_retriever()
         for source, q in by_checkout[name]:
             in_scope.ask(retriever, source, q, wrong_if_empty=True)
         if name in oos_checkouts:

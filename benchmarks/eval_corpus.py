@@ -1,24 +1,37 @@
-"""arela-index end to end on a public question set, beside two BM25 baselines, in one run.
+"""arela-index end to end on question sets, beside two BM25 baselines, in one run.
 
-    python benchmarks/eval_corpus.py /work/shared/eval/sweqa-public.jsonl \\
-        [--arela "/work/venvs/base/bin/arela"] [--half tune|heldout|all] \\
-        [--repos-dir /work/repos] [--top-k 5] [--systems arela,stock,plain] [--json OUT]
+    python benchmarks/eval_corpus.py SET.jsonl [SET.jsonl ...] \\
+        [--arela "/work/wt/OTHER/.venv/bin/arela"] [--half tune|heldout|all] \\
+        [--tune owner/name,...] [--only owner/name,...] [--repos-dir /work/repos] \\
+        [--index-name .arela] [--top-k 5] [--systems arela,stock,plain] [--json OUT]
 
 Each line of SET is `{"id", "repo": "owner/name", "base_commit", "question", "gold": {"files"}}`
-(see /work/shared/eval/README.md). The question is asked of a checkout of `repo` at
-`base_commit` in `--repos-dir`/<name>@<sha[:8]> (made with `git clone --shared` from
-`--mirror-dir`/<owner>+<name>/repo when missing; never written inside this project).
+(see /work/shared/eval/README.md), optionally with `kind` (conceptual, issue, named, ...) and
+`about_tests` (true when the question asks about a test, a fixture or the test suite; when a set
+lacks the field it is inferred: every gold file is a test file). The question is asked of a
+checkout of `repo` at `base_commit` in `--repos-dir`/<name>@<sha[:8]>, made when missing with
+`git clone --shared` from the git directory that the search tool's `fetch` brings,
+`--mirror-dir`/<owner>+<name>/repo (bare, or with a `.git` inside); never inside this project.
+Several sets may be given (public and derived ones alike); each is reported on its own.
 
 Halves: a question is in the tune half when the first byte of sha256(id) is even, else held out.
-Tune on the tune half only; report both.
+Holding out halves of questions overstates what a user's repository sees; hold out whole
+repositories instead: `--tune` names the repositories a policy was fitted on, and every table
+then reports the tune repositories and the held-out ones (all the others) apart.
+Leave-one-repository-out is a loop a fitting script drives: for each repository R of the sets,
+fit on the others, then run `eval_corpus.py SETS --only R --arela CMD_FITTED_WITHOUT_R --json
+OUT_R` (or one run with `--tune` = all but R when a single build serves), and average the held-out
+rows of the OUT_R files; `--json` rows carry `repo`, `set`, `kind` and `about_tests` for that.
 
 Systems, all ranked by distinct files in order, hit@k = a gold file among the first k:
   arela  the CLI contract, `ARELA ask - --repo DIR --json --offline`, one batch per checkout
-         (the index is built first with `ARELA index DIR --offline` when DIR/.arela has none).
+         (the index is built first with `ARELA index DIR --offline` when DIR/.arela has none;
+         its seconds are reported).
          Batch mode reads one question per line, so newlines in a question are flattened to
          spaces; when `ARELA ask --help` offers `--jsonl`, questions go as JSON lines instead,
          unflattened. `--arela` is the command to run (default: `arela` on PATH, else
-         `python -m arela_index`), so the same run can be made against another build.
+         `python -m arela_index`), so the same run can be made against another build; give
+         each build its own `--index-name`, since index formats differ between builds.
   stock  LlamaIndex's own BM25Retriever (llama-index-retrievers-bm25, default settings) over
          SentenceSplitter(chunk_size=512) chunks, `file_path` in each chunk's metadata.
   plain  plain BM25 set up with care (BASELINES.md): bm25s + PyStemmer, identifiers split into
@@ -29,11 +42,15 @@ Systems, all ranked by distinct files in order, hit@k = a gold file among the fi
 Both baselines index the same files: tracked, with a source or text extension (EXTENSIONS),
 under 1 MB. Their chunks are cached per (path, blob) across checkouts of one repository.
 
-Reported per set and half: hit@k, MRR@10 over distinct files, answers with fewer than k
-distinct files, code searched (arela's `memories` include "code"), abstained, latency p50 / p95
-(arela: `timings_ms.total`; baselines: one retrieve), and wall seconds (arela: its processes,
-index load included; baselines: build + queries); then hit@k per repository. `--json OUT`
-writes one row per question (ranked files, hit, arela's route, trace and sources) for diffing.
+Reported per set: for each repository and as the mean over repositories (each repository
+weighs the same) and over questions, hit@k, MRR@10 over distinct files and hit@1 of the systems
+side by side; the same for questions about tests and the others, for each `kind` when a set
+mixes them, for the tune and held-out halves, and for `--tune` and held-out repositories; then
+answers with fewer than k distinct files, code searched (arela's `memories` include "code"),
+abstained, latency p50 / p95 (arela: `timings_ms.total`; baselines: one retrieve), and wall
+seconds (arela: its `ask` processes, index load included, and apart its index builds; baselines:
+build + queries). `--json OUT` writes one row per question (ranked files, hit, reciprocal rank,
+arela's route, trace and sources) for diffing.
 """
 
 from __future__ import annotations
@@ -73,6 +90,9 @@ class Question:
     base_commit: str
     question: str
     gold: tuple[str, ...]
+    set: str = ""
+    kind: str = ""
+    about_tests: bool = False
 
     @property
     def half(self) -> str:
@@ -88,12 +108,38 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py)$"
+    r"|\.(test|spec)\.\w+$"
+)
+
+
+def is_test_path(path: str) -> bool:
+    """Whether `path` is a test file or lives in a test folder."""
+    return bool(TEST_PATH.search(path))
+
+
 def load(path: Path) -> list[Question]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [
-        Question(r["id"], r["repo"], r["base_commit"], r["question"], tuple(r["gold"]["files"]))
-        for r in rows
-    ]
+    out = []
+    for r in rows:
+        gold = tuple(r["gold"]["files"])
+        about_tests = r.get("about_tests")
+        if about_tests is None:
+            about_tests = bool(gold) and all(is_test_path(g) for g in gold)
+        out.append(
+            Question(
+                r["id"],
+                r["repo"],
+                r["base_commit"],
+                r["question"],
+                gold,
+                set=path.name,
+                kind=r.get("kind", ""),
+                about_tests=bool(about_tests),
+            )
+        )
+    return out
 
 
 def distinct(paths: Iterable[str | None]) -> list[str]:
@@ -104,16 +150,36 @@ def distinct(paths: Iterable[str | None]) -> list[str]:
     return list(seen)
 
 
+def mirror_of(repo: str, mirror_dir: Path) -> Path:
+    """The git directory `fetch` brought for `repo` ("owner/name"): `<owner>+<name>/repo`, a bare
+    repository, or its `.git` when the snapshot came as a clone with a work tree."""
+    owner, name = repo.split("/")
+    base = mirror_dir / f"{owner}+{name}" / "repo"
+    git = base / ".git" if (base / ".git").is_dir() else base
+    if not (git / "objects").is_dir():
+        raise SystemExit(f"no mirror of {repo} at {base}: fetch github:{repo} first")
+    return git
+
+
+def checkout_dir(repo: str, commit: str, repos_dir: Path) -> Path:
+    return repos_dir / f"{repo.split('/')[1]}@{commit[:8]}"
+
+
 def checkout(q: Question, repos_dir: Path, mirror_dir: Path) -> Path:
     """The checkout of `q.repo` at `q.base_commit`, made from the mirror when missing."""
-    owner, name = q.repo.split("/")
-    target = repos_dir / f"{name}@{q.base_commit[:8]}"
+    return make_checkout(q.repo, q.base_commit, repos_dir, mirror_dir)
+
+
+def make_checkout(repo: str, commit: str, repos_dir: Path, mirror_dir: Path) -> Path:
+    """`repos_dir/<name>@<sha8>`, a clone sharing the mirror's objects, at `commit`."""
+    target = checkout_dir(repo, commit, repos_dir)
     if not (target / ".git").exists():
-        mirror = mirror_dir / f"{owner}+{name}" / "repo"
+        mirror = mirror_of(repo, mirror_dir)
+        repos_dir.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["git", "clone", "-q", "--shared", "-n", str(mirror), str(target)], check=True
         )
-        subprocess.run(["git", "-C", str(target), "checkout", "-q", q.base_commit], check=True)
+        subprocess.run(["git", "-C", str(target), "checkout", "-q", commit], check=True)
     return target
 
 
@@ -156,17 +222,26 @@ def flatten(text: str) -> str:
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
+def build_arela(cmd: Sequence[str], repo: Path, index_name: str) -> float | None:
+    """Index `repo` into `repo/index_name` unless an index is there; the build's seconds."""
+    persist = repo / index_name
+    if (persist / "CURRENT").exists():
+        return None
+    started = time.perf_counter()
+    subprocess.run(
+        [*cmd, "index", str(repo), "--persist-dir", str(persist), "--offline"],
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - started
+
+
 def run_arela(
     cmd: Sequence[str], repo: Path, questions: Sequence[Question], jsonl: bool, index_name: str
 ) -> tuple[list[Result], float]:
-    """Ask `questions` of `repo` in one batch; their results and the batch's wall seconds."""
+    """Ask `questions` of `repo` in one batch; their results and the batch's wall seconds.
+    A batch that fails answers every question with no files and the error, and the run goes on."""
     persist = repo / index_name
-    if not (persist / "CURRENT").exists():
-        subprocess.run(
-            [*cmd, "index", str(repo), "--persist-dir", str(persist), "--offline"],
-            check=True,
-            capture_output=True,
-        )
     args = [*cmd, "ask", "-", "--repo", str(repo), "--persist-dir", str(persist), "--json"]
     args += ["--offline", *(["--jsonl"] if jsonl else [])]
     lines = [
@@ -180,10 +255,13 @@ def run_arela(
     wall = time.perf_counter() - started
     answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if len(answers) != len(questions):
-        raise RuntimeError(
+        error = (
             f"{repo}: {len(answers)} answers to {len(questions)} questions "
             f"(exit {proc.returncode}): {proc.stderr[-2000:]}"
         )
+        print(error, file=sys.stderr)
+        failed = Result([], float("nan"), {"memories": [], "abstained": False, "error": error})
+        return [failed for _ in questions], wall
     results = []
     for a in answers:
         sources = a.get("sources") or []
@@ -331,64 +409,156 @@ def pct(values: Sequence[float], q: float) -> float:
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))] if xs else float("nan")
 
 
-def table(
-    title: str, rows: list[dict[str, Any]], systems: Sequence[str], k: int, walls: dict[str, float]
-) -> str:
+def score(rows: Sequence[dict[str, Any]], s: str) -> tuple[float, float, float]:
+    """hit@k, MRR and hit@1 of system `s` over `rows`, each question weighing the same."""
     n = len(rows)
+    return (
+        sum(r[s]["hit"] for r in rows) / n,
+        sum(r[s]["rr"] for r in rows) / n,
+        sum(r[s]["rr"] == 1.0 for r in rows) / n,
+    )
+
+
+def mean_over_repos(rows: Sequence[dict[str, Any]], s: str) -> tuple[float, float, float]:
+    """The mean over repositories of each repository's figures: each repository weighs the same."""
+    by_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_repo[r["repo"]].append(r)
+    per = [score(sub, s) for sub in by_repo.values()]
+    return tuple(statistics.fmean(p[i] for p in per) for i in range(3))  # type: ignore[return-value]
+
+
+def cells(figures: tuple[float, float, float]) -> str:
+    return " / ".join(f"{x:.3f}" for x in figures)
+
+
+def table(
+    title: str,
+    rows: list[dict[str, Any]],
+    systems: Sequence[str],
+    k: int,
+    tune: frozenset[str] = frozenset(),
+) -> str:
+    """hit@k / MRR / hit@1 of each system, per repository, their mean, and by group."""
+    n = len(rows)
+    head = " | ".join(f"{s} hit@{k} / MRR / hit@1" for s in systems)
     out = [
         f"\n### {title} (n={n})",
-        f"| system | hit@{k} | MRR@{MRR_DEPTH} | < {k} files | code searched | abstained"
+        f"| questions | n | {head} |",
+        "|---|---|" + "---|" * len(systems),
+    ]
+
+    def line(label: str, sub: Sequence[dict[str, Any]], repos_mean: bool = False) -> None:
+        if sub:
+            figure = mean_over_repos if repos_mean else score
+            body = " | ".join(cells(figure(sub, s)) for s in systems)
+            out.append(f"| {label} | {len(sub)} | {body} |")
+
+    repos = sorted({r["repo"] for r in rows})
+    for repo in repos:
+        line(repo + (" (tune)" if repo in tune else ""), [r for r in rows if r["repo"] == repo])
+    line(f"**mean over {len(repos)} repositories**", rows, repos_mean=True)
+    line("all questions", rows)
+    if tune:
+        line("tune repositories, mean", [r for r in rows if r["repo"] in tune], True)
+        line("held-out repositories, mean", [r for r in rows if r["repo"] not in tune], True)
+    line("about tests", [r for r in rows if r["about_tests"]])
+    line("not about tests", [r for r in rows if not r["about_tests"]])
+    kinds = sorted({r["kind"] for r in rows})
+    if len(kinds) > 1:
+        for kind in kinds:
+            line(f"kind {kind or '—'}", [r for r in rows if r["kind"] == kind])
+    for h in ("tune", "heldout"):
+        sub = [r for r in rows if r["half"] == h]
+        if len(sub) < n:
+            line(f"{h} half of questions", sub)
+
+    return "\n".join(out)
+
+
+def costs(
+    title: str,
+    rows: list[dict[str, Any]],
+    systems: Sequence[str],
+    k: int,
+    walls: dict[str, float],
+    builds: dict[str, float],
+) -> str:
+    """Short answers, arela's routes and abstentions, latency and wall time of each system."""
+    n = len(rows)
+    out = [
+        f"\n### {title}: cost (n={n})",
+        f"| system | < {k} files | code searched | abstained | errors"
         " | latency p50 / p95 ms | wall s |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for s in systems:
         rs = [r[s] for r in rows]
         lat = [r["latency_ms"] for r in rs]
-        code = abst = "—"
+        code = abst = errors = "—"
         wall = f"{walls[s]:.0f}" if s in walls else "—"
         if s == "arela":
             code = f"{sum('code' in r['memories'] for r in rs) / n:.1%}"
             abst = f"{sum(r['abstained'] for r in rs) / n:.1%}"
+            errors = str(sum(bool(r.get("error")) for r in rs))
+            if builds:
+                wall += f" (+ {sum(builds.values()):.0f} s for {len(builds)} index builds)"
         out.append(
-            f"| {s} | {sum(r['hit'] for r in rs) / n:.3f} | {statistics.fmean(r['rr'] for r in rs):.3f}"
-            f" | {sum(len(r['files']) < k for r in rs) / n:.1%} | {code} | {abst} | {pct(lat, 0.5):.1f} / {pct(lat, 0.95):.1f} | {wall} |"
+            f"| {s} | {sum(len(r['files']) < k for r in rs) / n:.1%} | {code} | {abst} | {errors}"
+            f" | {pct(lat, 0.5):.1f} / {pct(lat, 0.95):.1f} | {wall} |"
         )
-    repos = sorted({r["repo"] for r in rows})
-    out += ["", "| repository | n | " + " | ".join(f"{s} hit@{k}" for s in systems) + " |"]
-    out.append("|---|---|" + "---|" * len(systems))
-    for repo in repos:
-        sub = [r for r in rows if r["repo"] == repo]
-        cells = " | ".join(f"{sum(r[s]['hit'] for r in sub) / len(sub):.3f}" for s in systems)
-        out.append(f"| {repo} | {len(sub)} | {cells} |")
     return "\n".join(out)
+
+
+def names(spec: str | None) -> frozenset[str]:
+    """Repositories named by `owner/name` or `name`, comma-separated."""
+    return frozenset(x.strip() for x in (spec or "").split(",") if x.strip())
+
+
+def matches(repo: str, wanted: frozenset[str]) -> bool:
+    return repo in wanted or repo.split("/")[1] in wanted
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("set", type=Path, help="questions, JSONL")
+    ap.add_argument("sets", type=Path, nargs="+", help="question sets, JSONL")
     ap.add_argument("--arela", help="command that runs arela (default: arela on PATH)")
     ap.add_argument("--half", choices=("tune", "heldout", "all"), default="all")
+    ap.add_argument("--tune", help="repositories tuned on (owner/name or name, comma-separated)")
+    ap.add_argument("--only", help="ask only these repositories' questions (comma-separated)")
     ap.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
     ap.add_argument("--mirror-dir", type=Path, default=Path("/work/.mirror"))
     ap.add_argument("--index-name", default=".arela", help="index folder inside each checkout")
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
-    ap.add_argument("--limit", type=int, help="only the first N questions (smoke test)")
+    ap.add_argument("--limit", type=int, help="only the first N questions of each set (smoke)")
     ap.add_argument("--json", type=Path, help="write one row per question here")
     args = ap.parse_args(argv)
 
     systems = [s for s in args.systems.split(",") if s]
-    questions = load(args.set)
-    chosen = [q for q in questions if args.half in ("all", q.half)][: args.limit]
-    print(
-        f"set {args.set.name}: {len(questions)} questions; half {args.half}: {len(chosen)} "
-        "(tune = first byte of sha256(id) even)"
-    )
+    only = names(args.only)
+    chosen: list[Question] = []
+    for path in args.sets:
+        questions = load(path)
+        picked = [
+            q
+            for q in questions
+            if args.half in ("all", q.half) and (not only or matches(q.repo, only))
+        ][: args.limit]
+        print(
+            f"set {path.name}: {len(questions)} questions; asked {len(picked)} (half {args.half};"
+            " tune half = first byte of sha256(id) even)"
+        )
+        chosen += picked
+    seen_ids = [(q.set, q.id) for q in chosen]
+    if len(set(seen_ids)) != len(seen_ids):
+        raise SystemExit("a question id appears twice in one set: ids must be unique per set")
+    tune = frozenset(q.repo for q in chosen if matches(q.repo, names(args.tune)))
     cmd = arela_command(args.arela)
     jsonl = "arela" in systems and supports_jsonl(cmd)
     if "arela" in systems:
         print(
-            f"arela: {shlex.join(cmd)}; questions sent "
+            f"arela: {shlex.join(cmd)}; index {args.index_name}; questions sent "
             + ("as JSON lines (--jsonl)" if jsonl else "one a line, newlines flattened to spaces")
         )
 
@@ -398,18 +568,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     builders = {"stock": Stock, "plain": Plain}
     baselines = {s: builders[s]() for s in systems if s in builders}
     repo_of = {d: q.repo for d, qs in by_checkout.items() for q in qs}
-    results: dict[str, dict[str, Result]] = defaultdict(dict)
+    results: dict[tuple[str, str], dict[str, Result]] = defaultdict(dict)
     walls: dict[str, float] = defaultdict(float)
+    builds: dict[str, float] = {}
     started = time.perf_counter()
     for i, (repo, qs) in enumerate(
         sorted(by_checkout.items(), key=lambda kv: (repo_of[kv[0]], str(kv[0])))
     ):
         print(f"[{i + 1}/{len(by_checkout)}] {repo.name}: {len(qs)} questions", file=sys.stderr)
         if "arela" in systems:
+            built = build_arela(cmd, repo, args.index_name)
+            if built is not None:
+                builds[repo.name] = built
             answers, wall = run_arela(cmd, repo, qs, jsonl, args.index_name)
             walls["arela"] += wall
             for q, a in zip(qs, answers, strict=True):
-                results[q.id]["arela"] = a
+                results[q.set, q.id]["arela"] = a
         files = tracked_files(repo) if baselines else []
         for name, baseline in baselines.items():
             t0 = time.perf_counter()
@@ -417,15 +591,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             for q in qs:
                 t1 = time.perf_counter()
                 ranked = rank(q.question)
-                results[q.id][name] = Result(ranked, (time.perf_counter() - t1) * 1000)
+                results[q.set, q.id][name] = Result(ranked, (time.perf_counter() - t1) * 1000)
             walls[name] += time.perf_counter() - t0
 
     rows = []
     for q in chosen:
-        row: dict[str, Any] = {"id": q.id, "repo": q.repo, "half": q.half, "gold": list(q.gold)}
+        row: dict[str, Any] = {
+            "id": q.id,
+            "set": q.set,
+            "repo": q.repo,
+            "base_commit": q.base_commit,
+            "kind": q.kind,
+            "about_tests": q.about_tests,
+            "half": q.half,
+            "tune": q.repo in tune,
+            "gold": list(q.gold),
+        }
         row["question"] = q.question[:300]
         for s in systems:
-            r = results[q.id][s]
+            r = results[q.set, q.id][s]
             row[s] = {
                 "files": r.files[:MRR_DEPTH],
                 "hit": hit(r.files, q.gold, args.top_k),
@@ -435,12 +619,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         rows.append(row)
 
-    if args.half == "all":
-        for h in ("tune", "heldout"):
-            sub = [r for r in rows if r["half"] == h]
-            if sub:
-                print(table(f"{args.set.name}, {h} half", sub, systems, args.top_k, {}))
-    print(table(f"{args.set.name}, {args.half}", rows, systems, args.top_k, walls))
+    for path in args.sets:
+        sub = [r for r in rows if r["set"] == path.name]
+        if sub:
+            print(table(f"{path.name}, {args.half}", sub, systems, args.top_k, tune))
+            print(costs(path.name, sub, systems, args.top_k, {}, {}))
+    if len(args.sets) > 1:
+        print(table("all sets", rows, systems, args.top_k, tune))
+    print(costs("all sets", rows, systems, args.top_k, walls, builds))
+    if builds:
+        print("index builds: " + ", ".join(f"{k} {v:.1f} s" for k, v in builds.items()))
     print(f"\nwall time {time.perf_counter() - started:.0f} s for {len(by_checkout)} checkouts")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fake_ollama import FakeOllama, default_chat
+from support.fake_ollama import ChatHandler, FakeOllama, default_chat
 from support.gitrepo import GitRepo
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -156,7 +156,9 @@ def react_speaker(request: dict[str, Any]) -> Any:
     )
 
 
-def test_agent_tool_with_an_ollama_model_lets_the_agent_call_the_tool(tmp_path: Path) -> None:
+def with_a_react_model(example: str, speaker: ChatHandler, tmp_path: Path) -> tuple[str, list[str]]:
+    """`example` asked "who calls checkout?" about a two-file shop, FakeOllama speaking ReAct
+    through `speaker`: its stdout, and the chats that carried a tool's observation."""
     from arela_index.llm.ollama import forget_probes
 
     repo = GitRepo(tmp_path / "shop")
@@ -168,22 +170,65 @@ def test_agent_tool_with_an_ollama_model_lets_the_agent_call_the_tool(tmp_path: 
         "A shop",
     )
     forget_probes()
-    with FakeOllama(chat_handler=react_speaker) as fake:
+    with FakeOllama(chat_handler=speaker) as fake:
         out = run_example(
-            "agent_tool.py",
+            example,
             str(repo.root),
             "--question",
             "who calls checkout?",
             ARELA_OFFLINE="0",
             OLLAMA_HOST=fake.url,
         )
-        chats = [r.json for r in fake.requests_to("/api/chat")]
+        chats = [json.dumps(r.json) for r in fake.requests_to("/api/chat")]
+    return out, [c for c in chats if "Observation" in c]
+
+
+def test_agent_tool_with_an_ollama_model_lets_the_agent_call_the_tool(tmp_path: Path) -> None:
+    out, observed = with_a_react_model("agent_tool.py", react_speaker, tmp_path)
     agent = out.split("agent (ReActAgent on Ollama 'qwen2.5-coder:3b'): who calls checkout?")[1]
     assert agent.strip().startswith("handle_order calls it.")
     # The agent saw the tool's observation: the answer the index wrote, with its citation.
-    observed = [json.dumps(c) for c in chats if "Observation" in json.dumps(c)]
     assert any("checkout is called by handle_order [shop/api.py:4-5]" in c for c in observed)
     assert "tool call: who calls checkout?" in out
+
+
+def test_mcp_agent_without_ollama_lists_the_servers_tools_and_calls_ask_once(clone: Path) -> None:
+    pytest.importorskip("llama_index.tools.mcp", reason="llama-index-tools-mcp is not installed")
+    out = run_example("mcp_agent.py", str(clone))
+    assert re.search(
+        r"MCP server http://127\.0\.0\.1:\d+/mcp, tools: ask, find_definition, find_callers, "
+        r"find_callees, find_subclasses, file_history, recent_changes",
+        out,
+    )
+    assert "skipping the agent step: no Ollama answer model" in out
+    call = out.split("tool call: ask(question='who calls build_index?')")[1]
+    assert "route: structural → graph (repository arela-index)" in call
+    assert "arela_index/index.py:" in call.split("citations: ")[1]
+
+
+def mcp_speaker(request: dict[str, Any]) -> Any:
+    """An Ollama model that speaks ReAct: call the server's find_callers, then answer."""
+    if request.get("format") is not None:  # routing and grading: schema-valid JSON
+        return default_chat(request)
+    said = [m for m in request.get("messages", []) if m.get("role") != "system"]
+    if "Observation:" in "\n".join(str(m.get("content")) for m in said):
+        return "Thought: I can answer without using any more tools.\nAnswer: handle_order calls it."
+    return (
+        "Thought: I need to use a tool to help me answer the question.\n"
+        "Action: find_callers\n"
+        'Action Input: {"symbol": "checkout"}'
+    )
+
+
+def test_mcp_agent_with_an_ollama_model_lets_the_agent_call_the_servers_tools(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("llama_index.tools.mcp", reason="llama-index-tools-mcp is not installed")
+    out, observed = with_a_react_model("mcp_agent.py", mcp_speaker, tmp_path)
+    agent = out.split("agent (ReActAgent on Ollama 'qwen2.5-coder:3b', the server's tools):")[1]
+    assert agent.split("\n", 1)[1].strip().startswith("handle_order calls it.")
+    # The agent read what the server's find_callers returned: the caller and where it calls.
+    assert any("shop.api.handle_order" in c and "shop/api.py:5" in c for c in observed)
 
 
 def test_the_notebook_runs_and_renders_answers_and_traces_as_html(

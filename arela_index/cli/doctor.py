@@ -25,7 +25,12 @@ from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
 from arela_index.indexing.changes import Changes
 from arela_index.indexing.health import partial_memories
-from arela_index.indexing.persist import Manifest, current_build
+from arela_index.indexing.persist import (
+    Manifest,
+    check_folder,
+    current_build,
+    rebuild_command,
+)
 from arela_index.indexing.scanner import git, resolve_root
 from arela_index.llm.sentence_model import SentenceModel
 from arela_index.policy.general import GeneralQuestions
@@ -181,16 +186,20 @@ def _ollama_checks(config: ArelaConfig, checks: list[Check]) -> Any:
 def _index_checks(
     root: Path, persist_dir: Path, config: ArelaConfig, ollama_status: Any
 ) -> Iterator[Check]:
-    rebuild = f"rebuild it with `arela index {root}`"
-    refresh = f"run `arela index {root} --refresh`"
+    rebuild = f"rebuild it with `{rebuild_command(root, persist_dir)}`"
+    refresh = f"run `{rebuild_command(root, persist_dir, refresh=True)}`"
     try:
+        check_folder(persist_dir, root)  # a link, a shipped index, a folder not arela's: not read
         folder = current_build(persist_dir) if persist_dir.is_dir() else None
     except ArelaError as exc:
         yield Check("index", "fail", str(exc))
         return
     if folder is None:
         yield Check(
-            "index", "fail", f"no index at {persist_dir}", f"build it with `arela index {root}`"
+            "index",
+            "fail",
+            f"no index at {persist_dir}",
+            f"build it with `{rebuild_command(root, persist_dir)}`",
         )
         return
     yield Check("index", "ok", f"present at {persist_dir}")
@@ -213,7 +222,7 @@ def _index_checks(
     yield _embedding_check(manifest, config, ollama_status, rebuild)
     yield from _freshness_checks(root, persist_dir, config, manifest, refresh)
     yield from _memory_checks(folder, manifest, rebuild)
-    for partial in partial_memories(manifest.memories, str(root)):
+    for partial in partial_memories(manifest.memories, str(root), persist_dir):
         yield Check(f"{partial.memory} memory", "warn", f"partial: {partial.reason}", partial.todo)
 
 

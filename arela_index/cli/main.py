@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -29,18 +30,19 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from arela_index.errors import visible
     from arela_index.index import ArelaIndex
 
     index = ArelaIndex.build(args.path, refresh=args.refresh, **_settings(args))
     assert index.summary is not None
-    print(index.summary.to_text())
+    print(visible(index.summary.to_text()))
     return EXIT_OK
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     import json
 
-    from arela_index.errors import ArelaError
+    from arela_index.errors import ArelaError, visible
     from arela_index.index import ArelaIndex
     from arela_index.query.answers import compact, response_json
 
@@ -53,7 +55,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     # e.g. why dense retrieval is off; the offline notice is logged already
     for note in index.notes:
         if "runs offline" not in note:
-            print(f"arela: {note}", file=sys.stderr)
+            print(f"arela: {visible(note, lines=False)}", file=sys.stderr)
     _say_index_state(index)
     engine = index.as_query_engine(top_k=args.top_k)
     if batch:
@@ -76,16 +78,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(
                 json.dumps({**ident, "question": asked.text, "error": str(exc)}, ensure_ascii=False)
                 if as_json
-                else f"error: {exc}"
+                else f"error: {visible(str(exc), lines=False)}"
             )
             continue
         if as_json:
             print(json.dumps({**ident, **response_json(asked.text, response)}, ensure_ascii=False))
         else:
-            print(compact(str(response)) if batch else str(response).rstrip())
+            print(visible(compact(str(response)) if batch else str(response).rstrip()))
         if args.explain:
             print(
-                (response.metadata or {})["arela"].to_text(),
+                visible((response.metadata or {})["arela"].to_text()),
                 file=sys.stderr if as_json or batch else sys.stdout,
             )
         sys.stdout.flush()
@@ -95,22 +97,24 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def _say_index_state(index: Any) -> None:
     """One note line per thing that makes answers less than whole: a partial memory, a stale
     index; and a clear error when the index holds nothing to answer from."""
-    from arela_index.errors import ArelaError
+    from arela_index.errors import ArelaError, visible
+    from arela_index.indexing.persist import rebuild_command
 
     for partial in index.partial_memories():
-        print(f"arela: note: {partial.line()}", file=sys.stderr)
+        print(f"arela: note: {visible(partial.line(), lines=False)}", file=sys.stderr)
     stale = index.staleness()
     if stale:
+        refresh = rebuild_command(index.root, index.persist_dir, refresh=True)
         print(
             f"arela: note: the index is older than the repository ({stale.describe()}); "
-            f"answers may be out of date: run `arela index {index.root} --refresh`",
+            f"answers may be out of date: run `{visible(refresh, lines=False)}`",
             file=sys.stderr,
         )
     if not index.available_memories():
         raise ArelaError(
             f"the repository {index.root} has no indexable files, history or decision records, "
             "so there is nothing to answer from: add files (or loosen --exclude and "
-            f".arelaignore), then run `arela index {index.root}`"
+            f".arelaignore), then run `{rebuild_command(index.root, index.persist_dir)}`"
         )
 
 
@@ -126,7 +130,6 @@ class _Asked:
 def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
     """The questions `arela ask` was given: the argument, a whole file (a pasted bug report with
     its code blocks and traceback is one question), one per line, or one JSON object per line."""
-    import json
 
     from arela_index.errors import ArelaError
 
@@ -137,23 +140,47 @@ def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
     source = args.file if args.file is not None else "-"
     if args.jsonl:
         for number, line in enumerate(_lines(source), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                yield _Asked(str(record["question"]), record.get("id"))
-            except (ValueError, KeyError, TypeError):
-                yield _Asked(
-                    line.strip()[:80],
-                    error=f'line {number} is not a JSON object with a "question": '
-                    'write one object per line, e.g. {"question": "who calls main?"}',
-                )
+            if line.strip():
+                yield _record(number, line)
     elif args.file is not None:
         yield _Asked(_read(source))
     elif args.question == "-":
         yield from (_Asked(line.rstrip("\n")) for line in sys.stdin)
     else:
         yield _Asked(_text(args.question))
+
+
+def _record(number: int, line: str) -> _Asked:
+    """One `--jsonl` line: its question, or the error that says what is wrong with it (with its
+    id when it has one). `NaN`, `Infinity` and numbers past a float's range are kept as the text
+    they were written as: what goes out stays valid JSON."""
+    import json
+
+    try:
+        record = json.loads(line, parse_constant=str, parse_float=_finite_or_text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or "question" not in record:
+        return _Asked(
+            line.strip()[:80],
+            error=f'line {number} is not a JSON object with a "question": '
+            'write one object per line, e.g. {"question": "who calls main?"}',
+        )
+    question = record["question"]
+    if not isinstance(question, str):
+        found = "null" if question is None else type(question).__name__
+        return _Asked(
+            "",
+            record.get("id"),
+            error=f'line {number}: "question" must be text, not {found}: '
+            'write e.g. {"question": "who calls main?"}',
+        )
+    return _Asked(question, record.get("id"))
+
+
+def _finite_or_text(text: str) -> float | str:
+    value = float(text)
+    return value if math.isfinite(value) else text
 
 
 def _one(asked: _Asked) -> _Asked:
@@ -207,6 +234,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     report = evaluate_index(index, questions, top_k=args.top_k, gold=args.gold)
     print(json.dumps(report.to_dict(), ensure_ascii=False) if args.json else report.to_text())
     return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from arela_index.mcp import serve
+
+    if args.persist_dir and len(args.repo) > 1:
+        from arela_index.errors import ArelaError
+
+        raise ArelaError("--persist-dir names one index: give it with a single --repo")
+    return serve(
+        args.repo or ["."],
+        http=args.http,
+        host=args.host,
+        watch=not args.no_watch,
+        **_settings(args),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -301,6 +344,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k", type=_positive, default=5, help="sources per question that count (default 5)"
     )
     evaluate.set_defaults(func=cmd_eval)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve repositories to coding agents and editors over MCP (stdio, or --http)",
+        description="A Model Context Protocol server (needs `pip install 'arela-index[mcp]'`): "
+        "ask, find_definition, find_callers, find_callees, find_subclasses, file_history and "
+        "recent_changes over warm indexes, refreshed as files are saved and commits land.",
+    )
+    mcp.add_argument(
+        "--repo",
+        action="append",
+        metavar="PATH",
+        help="a repository to serve (repeatable; default: the current folder)",
+    )
+    mcp.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    mcp.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
+    mcp.add_argument(
+        "--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio"
+    )
+    mcp.add_argument(
+        "--host", default="127.0.0.1", help="the address --http binds (default: 127.0.0.1)"
+    )
+    mcp.add_argument(
+        "--no-watch", action="store_true", help="do not refresh the indexes as files change"
+    )
+    mcp.set_defaults(func=cmd_mcp)
     return parser
 
 
@@ -316,6 +385,13 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be a port from 1 to 65535")
     return value
 
 
@@ -342,12 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     func: Callable[[argparse.Namespace], int] = args.func
-    from arela_index.errors import ArelaError, printable
+    from arela_index.errors import ArelaError, printable, visible
 
     try:
         return func(args)
     except ArelaError as exc:
-        print(f"arela: {exc}", file=sys.stderr)
+        print(f"arela: {visible(str(exc), lines=False)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("arela: interrupted", file=sys.stderr)

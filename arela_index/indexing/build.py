@@ -23,11 +23,12 @@ from llama_index.core.schema import TextNode
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.freshness import Snapshot
+from arela_index.indexing.freshness import Snapshot, built_here
 from arela_index.indexing.health import FAILED, partial_memories
 from arela_index.indexing.persist import (
     Manifest,
     build_lock,
+    check_folder,
     current_build,
     current_build_or_none,
     known_files,
@@ -180,13 +181,18 @@ def build_index(
 ) -> BuildSummary:
     """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed
     (nothing at all when nothing did: the index is left as it is)."""
+    root = resolve_root(path)
+    persist_dir = config.persist_path(root)
+    check_folder(persist_dir, root)  # before anything there is read or written
     if refresh:
-        unchanged = _unchanged(resolve_root(path), config, runtime)
+        unchanged = _unchanged(root, config, runtime)
         if unchanged is not None:
             return unchanged
     with _collector_paused():
         summary = _build_index(path, config, runtime, refresh)
-    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    summary.notes.extend(
+        p.line() for p in partial_memories(summary.memories, summary.repo, persist_dir)
+    )
     return summary
 
 
@@ -203,8 +209,10 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
         return None
     try:
         manifest = Manifest.read(folder, verify=False)
-        if not manifest.untouched(folder):
-            return None  # damaged since: the build says what is wrong
+        if manifest.repo_root != str(root) or not manifest.untouched(folder):
+            return None  # another repository's, or damaged since: the build says what is wrong
+        if not built_here(persist_dir, folder):
+            return None  # copied or forged into this folder: nothing of it is kept
         stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
     except ArelaError:
         return None
@@ -269,7 +277,9 @@ def _summary_of(
         memories=manifest.memories,
         notes=notes,
     )
-    summary.notes.extend(p.line() for p in partial_memories(summary.memories, summary.repo))
+    summary.notes.extend(
+        p.line() for p in partial_memories(summary.memories, summary.repo, persist_dir)
+    )
     return summary
 
 
@@ -346,7 +356,7 @@ def _build_scanned(
         scan = scan_repository(root, config, persist_dir, known)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     with build_lock(persist_dir):
-        previous = _load_previous(persist_dir) if refresh else None
+        previous = _load_previous(persist_dir, root) if refresh else None
         hashes = {f.path: f.sha256 for f in scan.files}
         changes = Changes.between(previous.manifest.files, hashes) if previous else None
         embedder = embedder_for_build(config, runtime)
@@ -742,13 +752,16 @@ def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
         return None
 
 
-def _load_previous(persist_dir: Path) -> _Previous | None:
-    """The current build, to refresh from; None when there is none, or when another version of
-    the parser read it (its symbols would not match the ones read now)."""
+def _load_previous(persist_dir: Path, root: Path) -> _Previous | None:
+    """The current build, to refresh from; None when there is none, when it was built from
+    another repository or in another folder (nothing of it is kept), or when another version
+    of the parser read it (its symbols would not match the ones read now)."""
     folder = current_build(persist_dir)
     if folder is None:
         return None
     manifest = Manifest.read(folder)
-    if manifest.parser_version != PARSER_VERSION:
+    if manifest.parser_version != PARSER_VERSION or manifest.repo_root != str(root):
+        return None
+    if not built_here(persist_dir, folder):
         return None
     return _Previous(folder, manifest)

@@ -36,17 +36,21 @@ class Snapshot:
     tags: str
     settings: str
     files: dict[str, list[int] | None] = field(default_factory=dict)  # None: racy, read again
+    # The index folder's (device, inode) when the build was saved there: a build whose folder is
+    # not this one (copied, unpacked, forged) is never the base of a refresh (`built_here`).
+    folder: list[int] | None = None
 
     @classmethod
     def take(cls, root: Path, config: ArelaConfig, runtime: Runtime, persist: Path) -> Snapshot:
         now = time.time_ns()
         files: dict[str, list[int] | None] = {}
         for rel in listed_paths(root, config, persist):
-            meta = _stat(root / rel)
+            meta = file_key(root / rel)
             files[rel] = None if meta is None or now - meta[1] < _RACY_NS else meta
         return cls(git_head(root), tags_key(root), settings_key(root, config, runtime), files)
 
     def save(self, folder: Path) -> None:
+        self.folder = folder_identity(folder.parent)
         (folder / SNAPSHOT_FILE).write_text(json.dumps(self.__dict__), encoding="utf-8")
 
     @classmethod
@@ -56,6 +60,23 @@ class Snapshot:
             return cls(**data)
         except (OSError, ValueError, TypeError):
             return None  # an index built before snapshots existed: judged by a full scan
+
+
+def folder_identity(path: Path) -> list[int] | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino]
+
+
+def built_here(persist_dir: Path, build: Path) -> bool:
+    """Whether arela built `build` in this very index folder. Its content may then be kept by a
+    refresh; an index copied, unpacked or forged into the folder is read again from the files
+    instead (its snapshot cannot name the inode of a folder made on this disk)."""
+    snapshot = Snapshot.read(build)
+    identity = folder_identity(persist_dir)
+    return snapshot is not None and identity is not None and snapshot.folder == identity
 
 
 @dataclass(frozen=True)
@@ -137,7 +158,7 @@ def settings_key(root: Path, config: ArelaConfig, runtime: Runtime) -> str:
     parts = [
         __version__,
         PARSER_VERSION,
-        _stat(root / ".arelaignore"),
+        file_key(root / ".arelaignore"),
         embedding,
         config.exclude_secrets,
         config.max_file_bytes,
@@ -153,7 +174,8 @@ def tags_key(root: Path) -> str:
     return hashlib.sha256(out or b"").hexdigest()[:16]
 
 
-def _stat(path: Path) -> list[int] | None:
+def file_key(path: Path) -> list[int] | None:
+    """What tells a file from any other and from itself rewritten: size, mtime, inode, ctime."""
     try:
         st = os.stat(path)  # follows a symlink: its target's content is what gets indexed
     except OSError:

@@ -8,8 +8,10 @@ the build summary, `arela ask` and `arela doctor` say it to the user from here.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 FAILED = "failed"
@@ -32,9 +34,14 @@ class Partial:
         return f"{self.memory} memory is partial: {self.reason} → {self.todo}"
 
 
-def partial_memories(memories: Mapping[str, Mapping[str, Any]], root: str) -> list[Partial]:
-    """The memories of a build (its manifest's `memories`) that are not whole."""
-    rebuild = f"rebuild with `arela index {root}`"
+def partial_memories(
+    memories: Mapping[str, Mapping[str, Any]], root: str, persist_dir: Path | None = None
+) -> list[Partial]:
+    """The memories of a build (its manifest's `memories`) that are not whole; the advice names
+    the repository and the index folder (`persist_dir`, when not the default) as they are."""
+    from arela_index.indexing.persist import rebuild_command
+
+    rebuild = f"rebuild with `{rebuild_command(root, persist_dir)}`"
     found: list[Partial] = []
     for name, stats in memories.items():
         if stats.get(FAILED):
@@ -46,7 +53,7 @@ def partial_memories(memories: Mapping[str, Mapping[str, Any]], root: str) -> li
                 )
             )
         elif name == "audit" and stats.get("partial") and not stats.get("limit"):
-            found.append(_history(stats, root))
+            found.append(_history(stats, root, persist_dir))
         elif stats.get(PARSER_CRASHES):
             crashed = stats[PARSER_CRASHES]
             found.append(
@@ -60,14 +67,19 @@ def partial_memories(memories: Mapping[str, Mapping[str, Any]], root: str) -> li
     return found
 
 
-def _history(stats: Mapping[str, Any], root: str) -> Partial:
+def _history(stats: Mapping[str, Any], root: str, persist_dir: Path | None) -> Partial:
+    from arela_index.indexing.persist import rebuild_command
+
     note = str(stats.get("note") or "the history was read only in part")
+    git = f"git -C {shlex.quote(root)}"
     if stats.get("shallow"):
-        todo = f"`git -C {root} fetch --unshallow`, then `arela index {root} --refresh`"
+        todo = (
+            f"`{git} fetch --unshallow`, then `{rebuild_command(root, persist_dir, refresh=True)}`"
+        )
     else:
         todo = (
-            f"repair the repository (`git -C {root} fsck`; a partial or blobless clone needs its "
-            f"missing objects: `git -C {root} fetch --refetch`, or clone it in full), "
-            f"then `arela index {root}`"
+            f"repair the repository (`{git} fsck`; a partial or blobless clone needs its "
+            f"missing objects: `{git} fetch --refetch`, or clone it in full), "
+            f"then `{rebuild_command(root, persist_dir)}`"
         )
     return Partial("audit", f"{stats.get('commits', 0)} commits read; {note}", todo)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -11,12 +12,14 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pathspec
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
+from arela_index.indexing.credentials import SECRET_NAME, holds_secret
+from arela_index.indexing.inside import Folder, LinkOnPath, read_file_nofollow, read_inside
 from arela_index.indexing.languages import detect_language, detect_script
 from arela_index.indexing.notebooks import notebook_text
 
@@ -70,67 +73,44 @@ _GENERATED_MARK = re.compile(
 )
 _MINIFIED_NAME = re.compile(r"\.min\.(js|css|mjs)$|[.-]bundle\.js$")
 
-_SECRET_NAME = re.compile(
-    r"""^(\.env(\..*)?|.*\.env|\.envrc|id_(rsa|dsa|ecdsa|ed25519)(\.pub)?|.*\.(pem|key|p12|pfx|jks|keystore|
-    crt|cer|der|p8|ppk|kdbx|asc|gpg)|\.netrc|\.pypirc|\.npmrc|\.dockercfg|credentials(\.(json|ya?ml|ini|toml|xml|csv))?|
-    secrets?\.(json|ya?ml|toml|ini|env)|\.htpasswd|service[-_]account.*\.json)$""",
-    re.I | re.X,
-)
-_SECRET_CONTENT = re.compile(
-    rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    rb"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    # An AWS secret key by its name, as env, shell, YAML, INI, JSON or a JS object writes it;
-    # exactly 40 base64 characters, so `${AWS_SECRET_ACCESS_KEY}` or `<your key>` do not count.
-    rb"|(?i:(?:aws_?)?secret_?access_?key)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
-    rb"|\bgh[pousr]_[A-Za-z0-9]{36}\b"
-    rb"|\bgithub_pat_[A-Za-z0-9_]{60,}"
-    rb"|\bglpat-[A-Za-z0-9_\-]{20,}"
-    rb"|\bnpm_[A-Za-z0-9]{36}\b"
-    rb"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
-    rb"|\bAIza[0-9A-Za-z_\-]{35}\b"
-    rb"|\bsk-[A-Za-z0-9]{32,}|\bsk-(?:proj|ant|svcacct)-[A-Za-z0-9_\-]{32,}"
-    rb"|AccountKey=[A-Za-z0-9+/]{40,}",
-)
-# Each alternative above holds one of these (in lower case): files holding none, nearly all of
-# them, skip the regex, which costs more than reading the file.
-_SECRET_HINTS = (
-    b"-----begin ",
-    b"akia",
-    b"asia",
-    b"secret",
-    b"ghp_",
-    b"gho_",
-    b"ghu_",
-    b"ghs_",
-    b"ghr_",
-    b"github_pat_",
-    b"glpat-",
-    b"npm_",
-    b"xox",
-    b"aiza",
-    b"sk-",
-    b"accountkey=",
-)
-_SECRET_TEXT = re.compile(_SECRET_CONTENT.pattern.decode("ascii"))
-_SECRET_TEXT_HINTS = tuple(hint.decode("ascii") for hint in _SECRET_HINTS)
-_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
-_BASE64_40 = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _SNIFF = 8192
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One file that will be indexed: where it is, what it is, and a hash of its content."""
+    """One file that will be indexed: where it is, what it is, and a hash of its content.
+
+    A symlink inside the repository is indexed under its own path with its target's content:
+    `content` is then the target's path. `identity` (device, inode) is the file the scan judged:
+    a file replaced since is not read (the next refresh judges it again).
+    """
 
     path: str  # POSIX, relative to the repository root
     abs_path: Path
     language: str
     size: int
     sha256: str
+    content: str | None = None  # the path whose bytes are indexed, when not `path` (a symlink)
+    identity: tuple[int, int] | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.abs_path.parents[len(PurePosixPath(self.path).parts) - 1]
+
+    def read_bytes(self) -> bytes:
+        """The bytes the scan judged, read inside the repository without following a link;
+        empty when the file was replaced or removed since."""
+        try:
+            data, info = read_inside(self.root, self.content or self.path, self.size)
+        except OSError:
+            return b""
+        if self.identity is not None and (info.st_dev, info.st_ino) != self.identity:
+            return b""
+        return data
 
     def read_text(self) -> str:
         """The text to index: the file's, or a notebook's cells without their outputs."""
-        text = decode(self.abs_path.read_bytes()) or ""
+        text = decode(self.read_bytes()) or ""
         if self.language == "notebook":
             return notebook_text(text) or ""
         return text
@@ -173,25 +153,6 @@ def decode(data: bytes) -> str | None:
         return text if text.count("\ufffd") <= max(2, len(text) // 200) else None
 
 
-def redact_secrets(text: str) -> str:
-    """`text` with anything that looks like a private key or a credential blanked out, for text
-    that is indexed whatever it holds (commit messages). A line that names an AWS key id also
-    loses its 40-character base64 words: the secret key pasted beside it.
-
-    >>> redact_secrets("Rotate the key to AKIAQZXWVTRBNMLKJHGF")
-    'Rotate the key to [redacted]'
-    """
-    lower = text.lower()  # nearly every commit message holds no hint: the regex costs more
-    if not any(hint in lower for hint in _SECRET_TEXT_HINTS) or not _SECRET_TEXT.search(text):
-        return text
-    lines = []
-    for line in text.split("\n"):
-        if _AWS_KEY_ID.search(line):
-            line = _BASE64_40.sub("[redacted]", line)
-        lines.append(_SECRET_TEXT.sub("[redacted]", line))
-    return "\n".join(lines)
-
-
 def resolve_root(path: str | os.PathLike[str]) -> Path:
     root = Path(path).expanduser()
     if not root.exists():
@@ -232,10 +193,9 @@ def _walk_paths(root: Path) -> Iterator[bytes]:
     for current, dirs, files in os.walk(root, followlinks=False):
         rel = os.path.relpath(current, root)
         rel = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        ignore = os.path.join(current, ".gitignore")
-        if os.path.isfile(ignore):
-            with open(ignore, encoding="utf-8", errors="replace") as fh:
-                specs.append((rel, pathspec.PathSpec.from_lines("gitwildmatch", fh)))
+        if ".gitignore" in files:
+            patterns = _patterns(Path(current) / ".gitignore")
+            specs.append((rel, pathspec.PathSpec.from_lines("gitwildmatch", patterns)))
 
         def ignored(name: str, is_dir: bool, rel: str = rel) -> bool:
             full = rel + name + ("/" if is_dir else "")
@@ -256,8 +216,14 @@ def _walk_paths(root: Path) -> Iterator[bytes]:
 def _arelaignore(root: Path) -> list[str]:
     """Patterns of `<root>/.arelaignore`: files to keep out of the index but not out of git
     (golden question sets, fixtures that quote questions, ...)."""
+    return _patterns(root / ".arelaignore")
+
+
+def _patterns(path: Path) -> list[str]:
+    """The lines of an ignore file; none when it is missing, unreadable or a symbolic link
+    (which could point out of the repository)."""
     try:
-        return (root / ".arelaignore").read_text(encoding="utf-8", errors="replace").splitlines()
+        return read_file_nofollow(path).decode("utf-8", "replace").splitlines()
     except OSError:
         return []
 
@@ -287,7 +253,7 @@ class _Rules:
             return "excluded: not in include patterns"
         if self.exclude.match_file(rel):
             return "excluded: matches an exclude pattern"
-        if self.config.exclude_secrets and _SECRET_NAME.match(name):
+        if self.config.exclude_secrets and SECRET_NAME.match(name):
             return "secret: file name of a secret or key"
         if any(p.lower() in _VENDOR_DIRS for p in parts[:-1]):
             return "vendored"
@@ -302,7 +268,7 @@ class _Rules:
     def by_content(self, head: bytes, data: bytes, language: str = "") -> str | None:
         if b"\0" in head:
             return "binary"
-        if self.config.exclude_secrets and _holds_secret(data):
+        if self.config.exclude_secrets and holds_secret(data):
             return "secret: content looks like a private key or credential"
         if _GENERATED_MARK.search(head[:1024]):
             return "generated"
@@ -311,11 +277,6 @@ class _Rules:
         if language != "notebook" and len(data) > 2000 and len(data) / lines > 400:
             return "minified"
         return None
-
-
-def _holds_secret(data: bytes) -> bool:
-    lower = data.lower()
-    return any(hint in lower for hint in _SECRET_HINTS) and bool(_SECRET_CONTENT.search(data))
 
 
 # A file's stat is kept only when it was last written this long before the scan: a later write
@@ -351,22 +312,23 @@ def scan_repository(
     result = ScanResult(root=root, is_git=git_paths is not None)
     result.head = git_head(root) if result.is_git else None
     settled = time.time_ns() - _SETTLED_NS
-    for raw in git_paths if git_paths is not None else _walk_paths(root):
-        try:
-            rel = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            result.skipped.append(
-                Skipped(os.fsdecode(raw), "bad name: not valid UTF-8 (rename it to index it)")
-            )
-            continue
-        verdict = _examine(root, rel, rules, config, known)
-        if isinstance(verdict, tuple):
-            source, key = verdict
-            result.files.append(source)
-            if max(key[1], key[2]) < settled:
-                result.stats[rel] = key
-        elif verdict != "tooling":
-            result.skipped.append(Skipped(rel, verdict))
+    with Folder(root) as tree:
+        for raw in git_paths if git_paths is not None else _walk_paths(root):
+            try:
+                rel = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                result.skipped.append(
+                    Skipped(os.fsdecode(raw), "bad name: not valid UTF-8 (rename it to index it)")
+                )
+                continue
+            verdict = _examine(tree, rel, rules, config, known)
+            if isinstance(verdict, tuple):
+                source, key = verdict
+                result.files.append(source)
+                if max(key[1], key[2]) < settled:
+                    result.stats[rel] = key
+            elif verdict != "tooling":
+                result.skipped.append(Skipped(rel, verdict))
     return result
 
 
@@ -390,74 +352,95 @@ def examine_paths(
 ) -> list[SourceFile]:
     """Of these paths, the files a scan would index, judged as it judges them."""
     rules = _Rules(config, root, persist_dir)
-    found = (_examine(root, rel, rules, config) for rel in paths)
+    with Folder(root) as tree:
+        found = [_examine(tree, rel, rules, config) for rel in sorted(paths)]
     return [f[0] for f in found if isinstance(f, tuple)]
 
 
-def _script_language(full: Path, rel: str) -> str | None:
+def _script_language(tree: Folder, content: str, rel: str) -> str | None:
     """An extensionless script's language from its `#!` line."""
     if "." in rel.rsplit("/", 1)[-1]:
         return None
     try:
-        with open(full, "rb") as fh:
-            return detect_script(rel, fh.read(256))
+        return detect_script(rel, tree.read(content, 256)[0])
     except OSError:
         return None
 
 
+def _link_target(tree: Folder, rel: str, rules: _Rules) -> str:
+    """Where the symlink `rel` leads, as a path inside the repository, or why it is not indexed.
+
+    Judged by its target's name too: `settings.sh -> .env` is a secret like `.env` itself.
+    """
+    try:
+        target = (tree.path / rel).resolve(strict=True)
+    except RuntimeError:
+        return "symlink: loop"
+    except OSError as exc:
+        return "symlink: loop" if exc.errno == errno.ELOOP else "symlink: broken"
+    if not target.is_relative_to(tree.path):
+        return "symlink: points outside the repository"
+    if target.is_dir():
+        return "symlink: to a folder (its files are indexed where they live)"
+    content = target.relative_to(tree.path).as_posix()
+    reason = rules.by_name(content)
+    if reason is None:
+        return f"./{content}"
+    if reason.startswith("secret"):
+        return f"secret: a symlink to {content}, the name of a secret or key"
+    return f"symlink: to a file that is not indexed ({reason.split(':', 1)[0]})"
+
+
 def _examine(
-    root: Path,
+    tree: Folder,
     rel: str,
     rules: _Rules,
     config: ArelaConfig,
     known: Mapping[str, tuple[list[int], str]] | None = None,
 ) -> tuple[SourceFile, list[int]] | str:
-    """The file to index and its stat key, or the reason it is left out."""
+    """The file to index and its stat key, or the reason it is left out. Every component of
+    its path is checked: none may be a symbolic link, and a link's target must lie inside."""
     reason = rules.by_name(rel)
     if reason:
         return reason
-    full = root / rel
+    content = rel
     try:
-        lst = full.lstat()
+        lst = tree.lstat(rel)
+        if stat.S_ISLNK(lst.st_mode):
+            target = _link_target(tree, rel, rules)
+            if not target.startswith("./"):
+                return target
+            content = target[2:]
+            lst = tree.lstat(content)
+    except LinkOnPath:
+        return "symlink: a folder on its path is a symbolic link (its files are indexed where they live)"
     except OSError:
-        return "missing: listed by git but not on disk"
-    if stat.S_ISLNK(lst.st_mode):
-        try:
-            target = full.resolve(strict=True)
-        except RuntimeError:
-            return "symlink: loop"
-        except OSError as exc:
-            return "symlink: loop" if exc.errno == 40 else "symlink: broken"
-        try:
-            target.relative_to(root)
-        except ValueError:
-            return "symlink: points outside the repository"
-        if target.is_dir():
-            return "symlink: to a folder (its files are indexed where they live)"
-        try:
-            lst = target.stat()
-        except OSError:
-            return "symlink: broken"
+        return "missing: listed by git but not on disk" if content == rel else "symlink: broken"
     if stat.S_ISDIR(lst.st_mode):
         return "submodule"
     if not stat.S_ISREG(lst.st_mode):
         return "special: not a regular file"
     language = detect_language(rel)
     if language is None:
-        language = _script_language(full, rel)
+        language = _script_language(tree, content, rel)
         if language is None:
             return "unknown type"
     if lst.st_size > config.max_file_bytes:
         return f"too large: {lst.st_size:,} bytes > {config.max_file_bytes:,}"
     key = stat_key(lst, config)
+    identity = (lst.st_dev, lst.st_ino)
+    linked = content if content != rel else None
     seen = known.get(rel) if known else None
     if seen is not None and seen[0] == key:
-        return SourceFile(rel, full, language, lst.st_size, seen[1]), key
+        return SourceFile(
+            rel, tree.path / rel, language, lst.st_size, seen[1], linked, identity
+        ), key
     try:
-        with open(full, "rb") as fh:
-            data = fh.read(config.max_file_bytes + 1)
+        data, opened = tree.read(content, config.max_file_bytes + 1)
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
+    if (opened.st_dev, opened.st_ino) != identity:
+        return "unreadable: replaced while it was read"
     if len(data) > config.max_file_bytes:
         return f"too large: more than {config.max_file_bytes:,} bytes"
     reason = rules.by_content(data[:_SNIFF], data, language)
@@ -465,4 +448,5 @@ def _examine(
         return reason
     if decode(data) is None:
         return "undecodable: not UTF-8 text"
-    return SourceFile(rel, full, language, len(data), hashlib.sha256(data).hexdigest()), key
+    sha = hashlib.sha256(data).hexdigest()
+    return SourceFile(rel, tree.path / rel, language, len(data), sha, linked, identity), key

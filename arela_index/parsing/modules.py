@@ -24,6 +24,8 @@ import re
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from arela_index.indexing.inside import read_file_nofollow
+
 _NOT_IDENT = re.compile(r"\W")
 _SOURCE_ROOTS = ("src",)
 _HEADERS = frozenset({".h", ".hh", ".hpp", ".hxx"})
@@ -141,11 +143,17 @@ def _rust_module(root: Path, path: str) -> str | None:
     return None
 
 
+def _cargo_lines(folder: str) -> list[str]:
+    """The lines of a folder's Cargo.toml, never read through a link (which could lead out of
+    the repository); its folders are those of an indexed file, checked by the scan."""
+    return read_file_nofollow(Path(folder) / "Cargo.toml").decode("utf-8").splitlines()
+
+
 @lru_cache(maxsize=1024)
 def _crate_name(folder: str) -> str | None:
     """The library name of the crate whose Cargo.toml is in `folder`, or None (a workspace)."""
     try:
-        lines = (Path(folder) / "Cargo.toml").read_text(encoding="utf-8").splitlines()
+        lines = _cargo_lines(folder)
     except (OSError, UnicodeDecodeError):
         return None
     names: dict[str, str] = {}
@@ -165,7 +173,7 @@ def _crate_targets(folder: str) -> tuple[tuple[PurePosixPath, str], ...]:
     """The crates a Cargo.toml roots outside src/ ([lib], [[bin]], [[test]], [[bench]],
     [[example]] with a `path`): (root file, name with `-` as `_`)."""
     try:
-        lines = (Path(folder) / "Cargo.toml").read_text(encoding="utf-8").splitlines()
+        lines = _cargo_lines(folder)
     except (OSError, UnicodeDecodeError):
         return ()
     found: list[tuple[PurePosixPath, str]] = []

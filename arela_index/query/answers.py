@@ -7,6 +7,7 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore
 
+from arela_index.errors import visible
 from arela_index.nodes import METADATA_KEYS
 
 _EXCERPT_LINES = 12
@@ -24,7 +25,11 @@ def citation(node: NodeWithScore) -> str:
         return f"[commit {str(meta['commit'])[:7]}]"
     path, start, end = meta.get("file_path"), meta.get("start_line"), meta.get("end_line")
     if not path:
-        return f"[{meta.get('symbol') or meta.get('memory') or 'source'}]"
+        return (
+            f"[{visible(str(meta.get('symbol') or meta.get('memory') or 'source'), lines=False)}]"
+        )
+    # A file name may hold a line break or a terminal's escape: a citation is one visible line.
+    path = visible(str(path), lines=False)
     if start and end and end != start:
         return f"[{path}:{start}-{end}]"
     return f"[{path}:{start}]" if start else f"[{path}]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,6 +45,7 @@ from arela_index.llm.ollama import Rest
 from arela_index.query import response_trace
 from arela_index.query.answers import abstention, citation, offline_answer
 from arela_index.query.grading import RelevanceGrader, checked_prompt
+from arela_index.query.grounding import check_answer
 from arela_index.query.loop import QueryLoop, total
 from arela_index.query.recent import RecentAnswers
 from arela_index.retrievers.router import ArelaRouterRetriever
@@ -62,6 +63,8 @@ ANSWER_PROMPT = PromptTemplate(
 )
 # What CitedSynthesizer can do: one cited answer over all kept nodes, or only the nodes.
 RESPONSE_MODES = ("compact", "no_text")
+# How a written answer that fails `check_answer` is flagged to its reader.
+_UNCHECKED = "the model's answer is not grounded in its sources"
 
 dispatcher = get_dispatcher(__name__)
 _Answer = Response | StreamingResponse | AsyncStreamingResponse
@@ -83,11 +86,13 @@ class ArelaRetriever(BaseRetriever):
         loop: QueryLoop,
         callback_manager: CallbackManager | None = None,
         recent: RecentAnswers | None = None,
+        check: Callable[[list[NodeWithScore], Trace], list[NodeWithScore]] | None = None,
     ) -> None:
         from llama_index.core import Settings
 
         super().__init__(callback_manager=callback_manager or Settings.callback_manager)
-        self.loop, self.recent = loop, recent
+        # `check`: the sources kept of those found (`WorktreeCheck`: what the files still hold).
+        self.loop, self.recent, self.check = loop, recent, check
         response_trace.install()
 
     @property
@@ -101,7 +106,10 @@ class ArelaRetriever(BaseRetriever):
     def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
         if (known := self._recalled(query)) is not None:
             return known
-        return self._remember(query, run(self.loop.steps(Question.read(query))))
+        nodes, trace = run(self.loop.steps(Question.read(query)))
+        if self.check is not None:
+            nodes = self.check(nodes, trace)
+        return self._remember(query, (nodes, trace))
 
     def _recalled(self, query: QueryType) -> tuple[list[NodeWithScore], Trace] | None:
         known = self.recent.get(query) if self.recent is not None else None
@@ -321,7 +329,19 @@ class CitedSynthesizer(BaseSynthesizer):
         if not text:
             trace.add_step("fallback", stage="answer", why="the model answered nothing")
             return offline_answer(question, nodes, _route_line(trace))
-        return text + _sources_if_uncited(text, nodes)
+        checked = check_answer(text, nodes)
+        trace.add_step("grounding", **checked.step(text))
+        if not checked.cited:
+            # Nothing ties it to its sources: the cited context is the answer.
+            return (
+                f"({_UNCHECKED}: {checked.why()}; the ranked context follows)\n"
+                + offline_answer(question, nodes, _route_line(trace))
+            )
+        if not checked.grounded:
+            return (
+                f"Warning: {_UNCHECKED}: {checked.why()}; check it against its sources.\n\n{text}"
+            )
+        return text
 
     def _streamed(
         self, question: str, nodes: list[NodeWithScore], trace: Trace
@@ -347,7 +367,11 @@ class CitedSynthesizer(BaseSynthesizer):
             trace.add_step("fallback", stage="answer", why="the model answered nothing")
             yield offline_answer(question, nodes, _route_line(trace))
             return
-        yield _sources_if_uncited(said, nodes)
+        checked = check_answer(said, nodes)
+        trace.add_step("grounding", **checked.step(said))
+        if not checked.grounded:  # its tokens are out already: the warning closes the stream
+            sources = " ".join(dict.fromkeys(citation(n) for n in nodes))
+            yield f"\n\nWarning: {_UNCHECKED}: {checked.why()}. Sources: {sources}"
 
 
 class ArelaQueryEngine(RetrieverQueryEngine):
@@ -535,10 +559,3 @@ def _awaitable_stream(response: StreamingResponse) -> AsyncStreamingResponse:
 def _pieces(text: str) -> Generator[str, None, None]:
     """An answer streamed line by line (offline there are no tokens to wait for)."""
     yield from text.splitlines(keepends=True)
-
-
-def _sources_if_uncited(text: str, nodes: Sequence[NodeWithScore]) -> str:
-    """The reader must still see where an answer comes from when the model cited nothing."""
-    if any(c in text for c in dict.fromkeys(citation(n) for n in nodes)):
-        return ""
-    return "\n\nSources: " + " ".join(dict.fromkeys(citation(n) for n in nodes))

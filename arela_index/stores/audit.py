@@ -8,6 +8,7 @@ an id range. Nothing a user types ever reaches FTS5's query syntax: `fts_query` 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -21,6 +22,7 @@ from typing import Any
 
 from arela_index.errors import corrupt
 from arela_index.indexing.changes import Changes
+from arela_index.indexing.credentials import redact_secrets
 from arela_index.indexing.scanner import ScanResult
 from arela_index.stores.decisions import Decision, is_decision_file, read_decisions
 from arela_index.stores.history import (
@@ -715,6 +717,12 @@ def _decisions_changed(conn: sqlite3.Connection, scan: ScanResult, changes: Chan
 
 
 def _write_decisions(conn: sqlite3.Connection, decisions: list[Decision]) -> None:
+    # A record comes from a file whose content held no credential when it was scanned; what it
+    # holds when it is read is redacted all the same, in the table and its full-text index.
+    decisions = [
+        dataclasses.replace(d, title=redact_secrets(d.title), text=redact_secrets(d.text))
+        for d in decisions
+    ]
     # A contentless FTS table cannot forget rows by id: replace the whole (small) decision set.
     conn.executescript(
         "DROP TABLE IF EXISTS decisions; DROP TABLE IF EXISTS decision_fts;" + _DECISION_SCHEMA

@@ -281,7 +281,8 @@ def test_a_damaged_index_on_refresh_is_one_line_naming_the_file(
     capsys.readouterr()
     assert main([*argv, "--refresh"]) == 2
     line = _one_error_line(capsys.readouterr().err)
-    assert "chunks.jsonl" in line and line.endswith("rebuild the index with `arela index <repo>`")
+    command = f"arela index {repo.root} --persist-dir {tmp_path / 'idx'}"  # the real one
+    assert "chunks.jsonl" in line and line.endswith(f"rebuild the index with `{command}`")
     assert main(argv) == 0  # and the rebuild it asks for works
 
 

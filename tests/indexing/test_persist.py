@@ -41,6 +41,7 @@ def test_leftovers_of_a_killed_build_are_cleared_by_the_next(tmp_path: Path) -> 
     assert current_build(persist) == good
     newer = _build(persist, "newer")
     assert sorted(p.name for p in persist.iterdir()) == [
+        ".arela-index",
         ".gitignore",
         "CURRENT",
         newer.name,
@@ -72,7 +73,9 @@ def test_older_format_version_says_how_to_rebuild(tmp_path: Path) -> None:
     data = json.loads((folder / "manifest.json").read_text())
     data["format_version"] = 0
     (folder / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(IndexProblem, match=r"format version 0.*rebuild it with `arela index /r`"):
+    with pytest.raises(
+        IndexProblem, match=r"format version 0.*rebuild it with `arela index /r --persist-dir "
+    ):
         Manifest.read(folder)
 
 

@@ -20,7 +20,8 @@ from support.gitrepo import GitRepo
 from support.harness import run_cli
 
 from arela_index.index import ArelaIndex
-from arela_index.indexing.scanner import redact_secrets, scan_repository
+from arela_index.indexing.credentials import redact_secrets
+from arela_index.indexing.scanner import scan_repository
 from arela_index.llm.ollama import forget_probes
 
 AWS_ID = "AKIAQZXWVTRBNMLKJHGF"

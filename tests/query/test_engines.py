@@ -571,15 +571,18 @@ def test_online_the_models_verdicts_and_written_answer_are_used(
     )
 
 
-def test_online_an_answer_without_citations_gets_its_sources_appended(
+def test_online_an_answer_without_citations_is_flagged_and_the_cited_context_shown(
     repos: dict[str, Indexed], model: ScriptedModel
 ) -> None:
     model.answer = "It returns a dict of settings."
     with online(repos["taskq"], model) as (index, _):
         response = index.as_query_engine().query("what does parse_config return?")
-    text, sources = str(response).split("\n\nSources: ")
-    assert text == "It returns a dict of settings."
-    assert sources.split() == list(dict.fromkeys(citation(n) for n in response.source_nodes))
+    (step,) = steps(metadata_of(response)["arela"], "grounding")
+    assert step["grounded"] is False and step["answer"] == model.answer
+    first = str(response).splitlines()[0]
+    assert "not grounded in its sources" in first and "cites none" in first
+    assert model.answer not in str(response)
+    assert all(citation(n) in str(response) for n in response.source_nodes)
 
 
 @pytest.mark.parametrize("fault", ["500", "404", "drop", "down", "hang"])
@@ -633,8 +636,11 @@ def test_answers_with_any_llamaindex_llm(taskq: ArelaIndex) -> None:
     engine = taskq.as_query_engine(llm=MockLLM())
     response = engine.query("who calls resolve_envvar?")
     # MockLLM echoes the prompt: the fenced passages carry the citations as labels.
-    assert "<<<DATA" in str(response) and "| src/taskq/config.py:" in str(response)
-    assert "Question: who calls resolve_envvar?" in str(response)
+    (step,) = steps(metadata_of(response)["arela"], "grounding")
+    assert step["answer"].startswith("You answer a developer's question about a code repository")
+    # An echo cites no passage in brackets: it is flagged, and the cited context shown instead.
+    assert not step["grounded"] and "not grounded in its sources" in str(response)
+    assert "[src/taskq/config.py:" in str(response)
 
 
 @pytest.mark.parametrize(

@@ -266,7 +266,8 @@ class GullibleModel:
             }
         if "query" in props:
             return {"query": " ".join(sorted(words))}
-        return "Answer from the quoted context."
+        first = re.search(r"<<<DATA \w+ \d+ \| ([^>\n]*)>>>", prompt)
+        return f"Answer from the quoted context [{first.group(1)}]." if first else "No context."
 
 
 def test_the_gullible_model_obeys_an_override_it_can_see() -> None:
