@@ -180,10 +180,9 @@ def _lift(word: str, repository: Repository) -> float:
 RELEVANCE = (
     # The retriever's own score for the node, in [0, 1].
     "score",
-    # The share of the question's weight (idf over the repository) in words the node holds.
-    "coverage",
-    # The same for a chunk of code or docs: there the words are the evidence, while a graph or
-    # history node answers by its relation (a caller, a commit) more than by its words.
+    # The share of the question's weight (idf over the repository) in words a chunk of code or
+    # docs holds: there the words are the evidence, while a graph or history node answers by its
+    # relation (a caller, a commit) more than by its words.
     "code_coverage",
     # The question names code and the node mentions it.
     "names_held",
@@ -195,8 +194,6 @@ RELEVANCE = (
     # Which memory it comes from: each answers in its own way.
     "from_graph",
     "from_audit",
-    # A graph summary ("`f` is called by 14 functions"): worth something only beside its links.
-    "summary",
     # Its rank among what the search returned, as a share of the list (0 first).
     "rank",
 )
@@ -216,14 +213,12 @@ def read_node(
     primary = {PRIMARY_MEMORY.get(i, "code") for i in intents} or {"code"}
     return {
         "score": float(node.score or 0.0),
-        "coverage": coverage,
         "code_coverage": coverage if memory == "code" else 0.0,
         "names_held": float(named is True),
         "names_missing": float(named is False),
         "memory_fits": float(memory in primary),
         "from_graph": float(memory == "graph"),
         "from_audit": float(memory == "audit"),
-        "summary": float(node.node.metadata.get("kind") == "summary"),
         "rank": rank,
     }
 
