@@ -193,10 +193,14 @@ def test_ask_says_when_the_index_is_older_than_the_repository(tmp_path: Path) ->
     assert fresh.code == 0 and not fresh.problems
     repo.write({"app/cli.py": FILES["app/cli.py"] + "\n# edited\n"})
     stale = call_cli("ask", "who calls load_config?", "--repo", str(repo.root), "--offline")
-    # The caller's file changed since the build: no answer is written from the index's text of it.
-    assert stale.code == 0 and "app.cli.main" not in stale.out
+    # An edit below the caller leaves what the index says of it true: it is still cited.
+    assert stale.code == 0 and "app.cli.main" in stale.out
     assert len(stale.problems) == 1, stale.err
     assert "older than the repository" in stale.problems[0] and "--refresh" in stale.problems[0]
+    # Lines added above move the caller: the index's place for it is no longer true.
+    repo.write({"app/cli.py": "# a\n# b\n# c\n" + FILES["app/cli.py"]})
+    moved = call_cli("ask", "who calls load_config?", "--repo", str(repo.root), "--offline")
+    assert moved.code == 0 and "app.cli.main" not in moved.out
     assert call_cli("index", str(repo.root), "--refresh", "--offline").code == 0
     refreshed = call_cli("ask", "who calls load_config?", "--repo", str(repo.root), "--offline")
     assert refreshed.code == 0 and "app.cli.main" in refreshed.out and not refreshed.problems
