@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -15,20 +16,30 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 
-def _declare_selectors() -> None:
-    """Make `arela_index.selectors` a real package, whatever the install.
+def _declare_subpackages() -> None:
+    """Make `arela_index.retrievers` and `arela_index.selectors` packages, whatever the install.
 
-    Its folder has no `__init__.py` so that, from the repository root, it can never shadow the
-    standard library's `selectors` (asyncio imports it). A wheel installs it as
-    `arela_index/selectors/`; an editable install leaves it at the top of the repository, where
-    setuptools' editable finder does not resolve a nested package without an `__init__.py`.
+    Both folders sit at the top of the repository and install inside the package: a wheel, or a
+    strict editable install's link tree, puts them there; from the repository root, where this
+    folder is the package, they are read where they are. selectors/ has no `__init__.py` so that
+    from the root it can never shadow the standard library's `selectors` (asyncio imports it).
     """
     here = Path(__file__).parent
-    folder = here / "selectors"
-    if not folder.is_dir():
-        folder = here.parent / "selectors"
+    installed = (here / "retrievers").is_dir()
+    root = here if installed else here.parent
+    if not installed and f"{__name__}.retrievers" not in sys.modules:
+        # The repository's layout: retrievers/ is imported from where it is.
+        folder = root / "retrievers"
+        spec = importlib.util.spec_from_file_location(
+            f"{__name__}.retrievers",
+            folder / "__init__.py",
+            submodule_search_locations=[str(folder)],
+        )
+        assert spec is not None and spec.loader is not None
+        sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[spec.name])
     package = types.ModuleType(f"{__name__}.selectors", "The selector: `ArelaSelector`.")
-    package.__path__ = [str(folder)]
+    package.__path__ = [str(root / "selectors")]
     package.__package__ = package.__name__
 
     def exports(name: str) -> Any:
@@ -42,7 +53,7 @@ def _declare_selectors() -> None:
     sys.modules.setdefault(package.__name__, package)
 
 
-_declare_selectors()
+_declare_subpackages()
 
 # Public names load lazily so that `arela --help` and `import arela_index` stay fast.
 _EXPORTS = {

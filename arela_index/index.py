@@ -68,6 +68,8 @@ class ArelaIndex:
         self.summary = summary
         self._loading = threading.RLock()  # threads sharing an index read each memory once
         self._open(folder)
+        if summary is not None and summary.embedding_changed:
+            self.notes.append(summary.embedding_changed)
 
     def _open(self, folder: Path) -> None:
         """Read the manifest now and each memory when first used: opening an index costs
@@ -90,17 +92,40 @@ class ArelaIndex:
         )
         if note:
             self.notes.append(note)
-        # Which store holds the vectors is checked now, the code memory being read on first use.
-        recorded = self.manifest.memories.get("code", {}).get("vector_store")
-        if self.config.vector_store is not None and recorded:
-            check_store(recorded, self.config.vector_store)
-        elif self.embed_model is not None and recorded not in (None, "faiss"):
-            self.notes.append(
-                f"dense retrieval is off, sparse only: the vectors are in {recorded}; "
-                "pass that store as vector_store= to use them"
-            )
+        self._vector_store = self.config.vector_store
+        self.notes.extend(self._vectors_state())
         for made in ("vocabulary", "term_weights", "worktree_check"):
             self.__dict__.pop(made, None)
+
+    def _vectors_state(self) -> list[str]:
+        """Notes on the code memory's vectors, checked now (the memory is read on first use):
+        which store holds them when it is not given, whether the store given still does, and
+        how many chunks wait for their model. A store that lost them is not searched."""
+        code = self.manifest.memories.get("code", {})
+        recorded, waiting = code.get("vector_store"), code.get("unembedded")
+        if self._vector_store is not None and recorded:
+            check_store(recorded, self._vector_store)
+        if self.embed_model is None:
+            return []
+        if self._vector_store is None and recorded not in (None, "faiss"):
+            return [
+                f"dense retrieval is off, sparse only: the vectors are in {recorded}; "
+                "pass that store as vector_store= to use them"
+            ]
+        if self._vector_store is not None and (
+            lost := CodeStore.lost_in(self.folder / "code", self._vector_store)
+        ):
+            self._vector_store = None
+            return [
+                f"dense retrieval is off, sparse only: {recorded} lost the index's vectors "
+                f"({lost}); from_repo(..., vector_store=...) writes them again"
+            ]
+        if waiting:
+            return [
+                f"{waiting} chunks have no vectors yet (indexed while their model was not here): "
+                "a refresh with it here embeds them (from_repo, or `arela index <repo> --refresh`)"
+            ]
+        return []
 
     @property
     def code(self) -> CodeStore:
@@ -141,17 +166,21 @@ class ArelaIndex:
 
         self.manifest.verify(self.folder, under=f"{name}/")
         if name == "code":
-            return CodeStore.load(self.folder / name, self.config.vector_store)
+            return CodeStore.load(self.folder / name, self._vector_store)
         return {"graph": GraphStore.load, "audit": AuditStore.load}[name](self.folder / name)
 
     # -- building and loading -------------------------------------------------------------------
 
     @classmethod
-    def from_repo(cls, path: str | Path, *, refresh: bool = True, **settings: Any) -> ArelaIndex:
+    def from_repo(
+        cls, path: str | Path, *, refresh: bool = True, reembed: bool = False, **settings: Any
+    ) -> ArelaIndex:
         """Load the repository's index, refreshed against the working tree; build it when there is none.
 
         `settings` are `ArelaConfig`'s, and as in LlamaIndex `embed_model` (a `BaseEmbedding`, or
         an Ollama model's name) and `vector_store` (or `storage_context`) for the code memory.
+        An index keeps the embedding it was built with: without its model it answers sparse and
+        keeps its vectors; `embed_model=` another model, or `reembed=True`, embeds it anew.
         """
         config = ArelaConfig().with_(**settings)
         root = resolve_root(path)
@@ -160,10 +189,12 @@ class ArelaIndex:
         with _advice(root, persist_dir):
             check_folder(persist_dir, root)
             existing = _existing(persist_dir, root)
-            if existing is not None and not refresh:
+            if existing is not None and not refresh and not reembed:
                 return cls(existing, config, runtime)
             try:
-                summary = build_index(root, config, runtime, refresh=existing is not None)
+                summary = build_index(
+                    root, config, runtime, refresh=existing is not None, reembed=reembed
+                )
             except IndexBusy as busy:
                 if existing is None:
                     raise
@@ -177,15 +208,20 @@ class ArelaIndex:
 
     @classmethod
     async def afrom_repo(
-        cls, path: str | Path, *, refresh: bool = True, **settings: Any
+        cls, path: str | Path, *, refresh: bool = True, reembed: bool = False, **settings: Any
     ) -> ArelaIndex:
         """`from_repo` for async code: the build or load runs in a worker thread, so the event
         loop goes on serving other tasks meanwhile."""
-        return await asyncio.to_thread(cls.from_repo, path, refresh=refresh, **settings)
+        return await asyncio.to_thread(
+            cls.from_repo, path, refresh=refresh, reembed=reembed, **settings
+        )
 
     @classmethod
-    def build(cls, path: str | Path, *, refresh: bool = False, **settings: Any) -> ArelaIndex:
-        """Build the index from scratch (or refresh it), whatever is on disk."""
+    def build(
+        cls, path: str | Path, *, refresh: bool = False, reembed: bool = False, **settings: Any
+    ) -> ArelaIndex:
+        """Build the index from scratch (or refresh it), whatever is on disk; its vectors are
+        kept as `from_repo` keeps them (`reembed=True` embeds every chunk anew)."""
         config = ArelaConfig().with_(**settings)
         root = resolve_root(path)
         runtime = detect(config)
@@ -193,7 +229,11 @@ class ArelaIndex:
         with _advice(root, persist_dir):
             check_folder(persist_dir, root)
             summary = build_index(
-                root, config, runtime, refresh=refresh and _existing(persist_dir) is not None
+                root,
+                config,
+                runtime,
+                refresh=refresh and _existing(persist_dir) is not None,
+                reembed=reembed,
             )
             return cls(_require(persist_dir, root), config, runtime, summary)
 

@@ -29,6 +29,9 @@ says fix/bug/regression or cites an issue (a squash merge's trailing "(#123)" an
 release notes may change too), whose change to those files still applies to the checkout at the
 parent of the oldest commit kept (the anchor, the one checkout the whole set needs), and whose
 files all exist there. A seeded sample of `--count` is printed with message and diff stat.
+`--at parent` asks each question at its fix's own parent instead (SWE-bench's way, one checkout a
+question), keeping the fixes whose files exist there: for a history where few fixes still apply
+at one anchor.
 
 `check` verifies every row: the fields of /work/shared/eval/README.md plus `kind` and
 `about_tests`; the gold files exist at `base_commit`; and the question leaks nothing: for a row
@@ -247,6 +250,11 @@ def fix_of(mirror: Path, commit: str, parent: str) -> Fix | None:
     return Fix(commit, parent, tuple(source), message)
 
 
+def exists(mirror: Path, commit: str, path: str) -> bool:
+    probe = ["git", "--git-dir", str(mirror), "cat-file", "-e", f"{commit}:{path}"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
 def applies(checkout: Path, mirror: Path, fix: Fix) -> bool:
     """Whether the fix's change to its source files applies at the checkout (the anchor)."""
     patch = git(mirror, "diff", fix.parent, fix.commit, "--", *fix.files)
@@ -267,27 +275,33 @@ def fixes(args: argparse.Namespace) -> None:
         fix = fix_of(mirror, commit, parent)
         if fix:
             found.append(fix)
-    anchor = log.splitlines()[-1].split()[1]
-    checkout = make_checkout(args.repo, anchor, args.repos_dir, args.mirror_dir)
-    usable = [f for f in found if applies(checkout, mirror, f)]
+    if args.at == "parent":
+        usable = [f for f in found if all(exists(mirror, f.parent, path) for path in f.files)]
+        where = (
+            f"{len(usable)} have their files at their parent (base_commit of each: {PER_PARENT})"
+        )
+    else:
+        anchor = log.splitlines()[-1].split()[1]
+        checkout = make_checkout(args.repo, anchor, args.repos_dir, args.mirror_dir)
+        usable = [f for f in found if applies(checkout, mirror, f)]
+        where = f"{len(usable)} apply at the anchor {anchor} (base_commit of all)"
     rng = random.Random(args.seed)
     rng.shuffle(usable)
     chosen = usable[: args.count + args.reserve]
     out = [
         f"# {args.repo}: {len(found)} fix commits in {args.span} first-parent commits before"
-        f" {args.head[:10]}, {len(usable)} apply at the anchor {anchor} (base_commit of all);"
-        f" seed {args.seed}; {args.count} wanted, reserves after them\n"
+        f" {args.head[:10]}, {where}; seed {args.seed}; {args.count} wanted, reserves after them\n"
     ]
     for i, f in enumerate(chosen):
         stat = git(mirror, "diff", "--stat=120", f.parent, f.commit).strip()
         diff = git(mirror, "diff", "-U1", f.parent, f.commit, "--", *f.files).splitlines()
         out.append(
-            f"\n## fix-{i + 1}: {f.commit} (parent {f.parent[:10]}) gold {', '.join(f.files)}"
+            f"\n## fix-{i + 1}: {f.commit} (parent {f.parent}) gold {', '.join(f.files)}"
             f"\n```\n{f.message[:3000]}\n```\n```\n{stat}\n```"
             f"\n```diff\n" + "\n".join(diff[: args.diff_lines]) + "\n```"
         )
     Path(args.out).write_text("\n".join(out) + "\n")
-    print(f"{len(found)} fixes, {len(usable)} apply at {anchor[:10]}; written to {args.out}")
+    print(f"{len(found)} fixes, {where}; written to {args.out}")
 
 
 # ---- named: where is X defined ------------------------------------------------------------------
@@ -329,7 +343,10 @@ PIECE = re.compile(
 )
 
 
-FIXES_HEADER = re.compile(r"^# (?P<repo>\S+): .* anchor (?P<commit>[0-9a-f]{40})", re.M)
+PER_PARENT = "its fix's parent"
+FIXES_HEADER = re.compile(
+    rf"^# (?P<repo>\S+): .* (anchor (?P<commit>[0-9a-f]{{40}})|{re.escape(PER_PARENT)})", re.M
+)
 FIX_PIECE = re.compile(
     r"^## (?P<id>fix-\d+): (?P<commit>[0-9a-f]{40}) \(parent (?P<parent>[0-9a-f]+)\) gold (?P<gold>.+)$",
     re.M,
@@ -396,7 +413,7 @@ def compose_fixes(args: argparse.Namespace, listing: str) -> None:
             {
                 "id": f"{name}-{pid}",
                 "repo": head["repo"],
-                "base_commit": head["commit"],
+                "base_commit": head["commit"] or m["parent"],
                 "question": question.strip(),
                 "expect": "code",
                 "kind": "issue",
@@ -481,11 +498,7 @@ def check(args: argparse.Namespace) -> int:
                 continue
             mirror = mirror_of(r["repo"], args.mirror_dir)
             for f in r["gold"]["files"]:
-                ok = subprocess.run(
-                    ["git", "--git-dir", str(mirror), "cat-file", "-e", f"{r['base_commit']}:{f}"],
-                    capture_output=True,
-                ).returncode
-                if ok:
+                if not exists(mirror, r["base_commit"], f):
                     print(f"{path.name} {r['id']}: gold {f} not at {r['base_commit'][:10]}")
                     problems += 1
             if r["about_tests"] != all(is_test_path(f) for f in r["gold"]["files"]):
@@ -525,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--reserve", type=int, default=8)
     f.add_argument("--diff-lines", type=int, default=30, help="lines of the fix shown")
     f.add_argument("--seed", type=int, default=30)
+    f.add_argument("--at", choices=("anchor", "parent"), default="anchor", help="base_commit")
     f.add_argument("--out", required=True)
     n = sub.add_parser("named", help="where-is-X questions from definitions")
     n.add_argument("--repo", required=True)

@@ -36,6 +36,7 @@ from arela_index.policy.intents import (
     TEMPORAL,
 )
 from arela_index.policy.repository import Repository
+from arela_index.selectors.by_description import stock_picks
 from arela_index.selectors.compared import compared_entities
 from arela_index.selectors.intents import (
     STRONG,
@@ -61,6 +62,7 @@ from arela_index.text.shape import Reading, read_question
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, words
 from arela_index.trace import Trace
+from arela_index.workers import offload
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
 LLM_CONFIDENCE = 0.75
@@ -125,17 +127,16 @@ class ArelaSelector(BaseSelector):
         self._prototypes = Prototypes(embed_model=embed_model)
         self._prompt: BasePromptTemplate = DEFAULT_PROMPT
         self._llm = LLMStage(llm, self._prompt, llm_cooldown) if llm is not None else None
-        self.closest_when_out_of_scope = False  # from_defaults: for stock routers
 
     # -- BaseSelector -----------------------------------------------------------------------
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
         route = run(self.route_steps(Question.read(query, empty_ok=True), choices))
-        return self.selection(route, choices if self.closest_when_out_of_scope else None)
+        return self.selection(route, choices)
 
     async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> MultiSelection:
         route = await arun(self.route_steps(Question.read(query, empty_ok=True), choices))
-        return self.selection(route, choices if self.closest_when_out_of_scope else None)
+        return await offload(self.selection, route, choices)
 
     @classmethod
     def from_defaults(
@@ -144,15 +145,13 @@ class ArelaSelector(BaseSelector):
         embed_model: BaseEmbedding | None = None,
         vocabulary: Vocabulary | None = None,
     ) -> ArelaSelector:
-        """A selector for any stock `RouterRetriever` / `RouterQueryEngine` over any tools: it
-        reads their names and descriptions (rules and prototypes; `llm` for unclear questions).
+        """A selector for any stock `RouterRetriever` / `RouterQueryEngine` over any tools, as
+        `ArelaSelector(vocabulary, llm=llm, embed_model=embed_model)` is: it reads their names
+        and descriptions (rules and prototypes; `llm` for unclear questions).
 
         >>> RouterRetriever(selector=ArelaSelector.from_defaults(), retriever_tools=tools)  # doctest: +SKIP
         """
-        selector = cls(vocabulary, llm=llm, embed_model=embed_model)
-        # A stock router raises on an empty selection: out of scope, the closest tool, flagged.
-        selector.closest_when_out_of_scope = True
-        return selector
+        return cls(vocabulary, llm=llm, embed_model=embed_model)
 
     def _get_prompts(self) -> PromptDictType:
         return {"route_prompt": self._prompt}
@@ -438,15 +437,12 @@ class ArelaSelector(BaseSelector):
     def _hint(draft: _Draft) -> str:
         return ", ".join(f"{i} ({c:.2f})" for i, c in draft.route.intents) or "out_of_scope (weak)"
 
-    @staticmethod
-    def selection(route: Trace, choices: Sequence[ToolMetadata] | None = None) -> ArelaSelection:
-        """The stock answer to `select`, carrying the route. A stock router fails on an empty
-        selection, so a question no tool is for goes to the closest description, flagged."""
-        picks = list(route.picks)
-        if not picks and choices:
-            index, overlap = closest_tool(route.question, choices)
-            why = "; ".join(route.notes[-1:]) or "no tool is for this question"
-            picks = [(index, f"out of scope ({why}): only the closest description ({overlap:.2f})")]
+    def selection(
+        self, route: Trace, choices: Sequence[ToolMetadata] | None = None
+    ) -> ArelaSelection:
+        """The stock answer to `select`, carrying the route; never empty over `choices`, as a
+        stock router fails on an empty selection (`by_description.stock_picks`)."""
+        picks = stock_picks(route, choices, self.available) if choices else list(route.picks)
         return ArelaSelection(
             selections=[SingleSelection(index=i, reason=r) for i, r in picks], route=route
         )

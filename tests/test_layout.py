@@ -143,6 +143,8 @@ def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("arela_index-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "arela_index/selectors/arela_selector.py" in names
+    # What makes `arela_index.selectors` a package to type checkers (setup.py writes it).
+    assert "arela_index/selectors/__init__.pyi" in names
     assert "arela_index/retrievers/code.py" in names
     assert all(f"arela_index/{sub}/__init__.py" in names for sub in SUBPACKAGES)
     assert not any(n.startswith(("selectors/", "retrievers/")) for n in names)

@@ -219,7 +219,10 @@ def _index_checks(
             f"give --persist-dir of this repository's index, or {rebuild}",
         )
         return
-    yield _embedding_check(manifest, config, ollama_status, rebuild)
+    # An index keeps its embedding through rebuilds: another one is asked for.
+    yield _embedding_check(
+        manifest, config, ollama_status, f"embed it anew with `arela index {root} --reembed`"
+    )
     yield from _freshness_checks(root, persist_dir, config, manifest, refresh)
     yield from _memory_checks(folder, manifest, rebuild)
     for partial in partial_memories(manifest.memories, str(root), persist_dir):
@@ -227,7 +230,7 @@ def _index_checks(
 
 
 def _embedding_check(
-    manifest: Manifest, config: ArelaConfig, ollama_status: Any, rebuild: str
+    manifest: Manifest, config: ArelaConfig, ollama_status: Any, reembed: str
 ) -> Check:
     from arela_index.llm.ollama import has_model
     from arela_index.stores.embedding import EmbeddingInfo
@@ -244,7 +247,7 @@ def _embedding_check(
             "embedding",
             "warn" if ollama_embeds or config.offline_embedding == "static" else "ok",
             "none: the code memory is sparse (BM25) only",
-            rebuild + " for dense retrieval" if ollama_embeds else "",
+            reembed + " for dense retrieval" if ollama_embeds else "",
         )
     if info.provider == "static":
         if ollama_embeds:
@@ -252,7 +255,7 @@ def _embedding_check(
                 "embedding",
                 "warn",
                 f"{info.label} (the packaged offline model) while Ollama has {config.embed_model!r}",
-                rebuild + " to use Ollama embeddings",
+                reembed + " to use Ollama embeddings",
             )
         return Check("embedding", "ok", f"{info.label} (the packaged offline model)")
     if info.provider != "ollama":  # a model of the app that built the index: only it can give it
@@ -267,7 +270,7 @@ def _embedding_check(
             "embedding",
             "fail",
             f"built with Ollama model {info.name!r} but ARELA_EMBED_MODEL is {config.embed_model!r}",
-            f"set ARELA_EMBED_MODEL={info.name} or {rebuild}",
+            f"set ARELA_EMBED_MODEL={info.name} or {reembed}",
         )
     if not ollama_embeds:
         return Check(

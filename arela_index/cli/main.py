@@ -33,7 +33,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     from arela_index.errors import visible
     from arela_index.index import ArelaIndex
 
-    index = ArelaIndex.build(args.path, refresh=args.refresh, **_settings(args))
+    index = ArelaIndex.build(
+        args.path, refresh=args.refresh, reembed=args.reembed, **_settings(args)
+    )
     assert index.summary is not None
     print(visible(index.summary.to_text()))
     return EXIT_OK
@@ -135,9 +137,9 @@ def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
 
     if args.file is not None and args.question not in (None, "-"):
         raise ArelaError("give the question either as an argument or with --file, not both")
-    if args.file is None and args.question is None:
+    if args.file is None and args.question is None and not args.jsonl:
         raise ArelaError("no question: give one, `-` for one per line on stdin, or --file PATH")
-    source = args.file if args.file is not None else "-"
+    source = args.file if args.file is not None else "-"  # --jsonl alone reads stdin
     if args.jsonl:
         for number, line in enumerate(_lines(source), 1):
             if line.strip():
@@ -145,7 +147,8 @@ def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
     elif args.file is not None:
         yield _Asked(_read(source))
     elif args.question == "-":
-        yield from (_Asked(line.rstrip("\n")) for line in sys.stdin)
+        # Blank lines are skipped, as in --jsonl: no question is asked of them.
+        yield from (_Asked(line.rstrip("\n")) for line in sys.stdin if line.strip())
     else:
         yield _Asked(_text(args.question))
 
@@ -163,6 +166,7 @@ def _record(number: int, line: str) -> _Asked:
     if not isinstance(record, dict) or "question" not in record:
         return _Asked(
             line.strip()[:80],
+            record.get("id") if isinstance(record, dict) else None,  # the error keeps its id
             error=f'line {number} is not a JSON object with a "question": '
             'write one object per line, e.g. {"question": "who calls main?"}',
         )
@@ -271,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--refresh", action="store_true", help="re-read only what changed since the last build"
     )
     index.add_argument(
+        "--reembed",
+        action="store_true",
+        help="embed every chunk anew with the model this run has (Ollama's ARELA_EMBED_MODEL, "
+        "or ARELA_OFFLINE_EMBEDDING=static); without it an index keeps the embedding it has",
+    )
+    index.add_argument(
         "--exclude",
         action="append",
         metavar="PATTERN",
@@ -299,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--jsonl",
         action="store_true",
-        help='batch: one JSON object per line, {"question": ..., "id": ...}; answers as JSON lines',
+        help='batch: one JSON object per line, {"question": ..., "id": ...}, from --file or '
+        "stdin; answers as JSON lines",
     )
     _repo_options(
         ask,

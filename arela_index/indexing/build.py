@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import multiprocessing
 import os
 import shutil
@@ -23,7 +24,7 @@ from llama_index.core.schema import TextNode
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
 from arela_index.indexing.changes import Changes
-from arela_index.indexing.freshness import Snapshot, built_here
+from arela_index.indexing.freshness import Snapshot, built_here, embedding_plan
 from arela_index.indexing.health import FAILED, partial_memories
 from arela_index.indexing.persist import (
     Manifest,
@@ -37,7 +38,7 @@ from arela_index.indexing.persist import (
     save_file_stats,
 )
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
-from arela_index.llm.runtime import Runtime, embedder_for_build, say_offline_once
+from arela_index.llm.runtime import EmbeddingPlan, Runtime, say_offline_once
 from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
 from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
@@ -45,6 +46,8 @@ from arela_index.stores.embedding import EmbeddingInfo
 
 if TYPE_CHECKING:
     from arela_index.stores.graph import GraphStore
+
+log = logging.getLogger("arela_index")
 
 
 @dataclass
@@ -67,6 +70,8 @@ class BuildSummary:
     timings: dict[str, float] = field(
         default_factory=dict
     )  # seconds per phase; audit overlaps parsing
+    # The line that says the build changed the code memory's embedding (also among `notes`).
+    embedding_changed: str | None = None
 
     def to_text(self) -> str:
         langs = ", ".join(
@@ -178,21 +183,25 @@ def build_index(
     runtime: Runtime,
     *,
     refresh: bool = False,
+    reembed: bool = False,
 ) -> BuildSummary:
     """Scan, parse, chunk and store all three memories; with `refresh`, redo only what changed
-    (nothing at all when nothing did: the index is left as it is)."""
+    (nothing at all when nothing did: the index is left as it is). The code memory keeps the
+    embedding it has (`plan_embedding`) unless `reembed` or another `embed_model=` asks."""
     root = resolve_root(path)
     persist_dir = config.persist_path(root)
     check_folder(persist_dir, root)  # before anything there is read or written
-    if refresh:
+    if refresh and not reembed:
         unchanged = _unchanged(root, config, runtime)
         if unchanged is not None:
             return unchanged
     with _collector_paused():
-        summary = _build_index(path, config, runtime, refresh)
+        summary = _build_index(path, config, runtime, refresh, reembed)
     summary.notes.extend(
         p.line() for p in partial_memories(summary.memories, summary.repo, persist_dir)
     )
+    if summary.embedding_changed:
+        log.warning("arela-index: %s", summary.embedding_changed)
     return summary
 
 
@@ -214,19 +223,39 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
         if not built_here(persist_dir, folder):
             return None  # copied or forged into this folder: nothing of it is kept
         stale = staleness_of(root, config, runtime, persist_dir, folder, manifest)
+        plan, key = embedding_plan(config, runtime, manifest)
     except ArelaError:
         return None
-    if stale.files_changed or stale.settings_changed:
+    if stale.files_changed or stale.settings_changed or not plan.reuse:
+        return None  # the files, the settings or the embedding asked for change
+    if _vectors_to_write(folder, config, plan):
         return None
     say_offline_once(config, runtime)
+    # A sparse index says what would embed it; vectors kept for their model change nothing here.
+    sparse = plan.note if plan.info is None else None
     if stale:
-        return _history_only(root, config, runtime, persist_dir, started)
-    note = f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"
-    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+        return _history_only(root, config, runtime, persist_dir, key, started, sparse)
+    notes = [f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"]
+    return _summary_of(manifest, root, persist_dir, runtime, started, notes, sparse)
+
+
+def _vectors_to_write(folder: Path, config: ArelaConfig, plan: EmbeddingPlan) -> bool:
+    """Whether the code memory's vectors need writing though nothing changed: chunks wait for
+    the model that is now here, or the store given lost what the build wrote into it."""
+    stats = folder / "code"
+    if plan.model is not None and CodeStore.waiting_in(stats):
+        return True
+    return config.vector_store is not None and bool(CodeStore.lost_in(stats, config.vector_store))
 
 
 def _history_only(
-    root: Path, config: ArelaConfig, runtime: Runtime, persist_dir: Path, started: float
+    root: Path,
+    config: ArelaConfig,
+    runtime: Runtime,
+    persist_dir: Path,
+    embedding: str,
+    started: float,
+    embedding_note: str | None,
 ) -> BuildSummary | None:
     """A new build that keeps the code and graph memories and appends the history."""
     with build_lock(persist_dir):
@@ -235,7 +264,7 @@ def _history_only(
             return None
         manifest = Manifest.read(previous)
         linked = (previous, dict(manifest.checksums))
-        snapshot = Snapshot.take(root, config, runtime, persist_dir)
+        snapshot = Snapshot.take(root, config, persist_dir, embedding)
         scan = scan_repository(root, config, persist_dir, known_files(previous, manifest))
         if {f.path: f.sha256 for f in scan.files} != manifest.files:
             return None  # a file changed meanwhile: a full refresh reads it
@@ -251,7 +280,7 @@ def _history_only(
             manifest.build_seconds = round(time.perf_counter() - started, 3)
             manifest.save(folder, linked)
     note = "no file changed since the last build: code and graph memories kept, history updated"
-    return _summary_of(manifest, root, persist_dir, runtime, started, [note])
+    return _summary_of(manifest, root, persist_dir, runtime, started, [note], embedding_note)
 
 
 def _summary_of(
@@ -261,6 +290,7 @@ def _summary_of(
     runtime: Runtime,
     started: float,
     notes: list[str],
+    embedding_note: str | None = None,
 ) -> BuildSummary:
     embedding = manifest.embedding
     label = f", embedding {embedding['provider']}:{embedding['name']}" if embedding else ""
@@ -275,7 +305,7 @@ def _summary_of(
         skipped=dict(manifest.skipped),
         seconds=time.perf_counter() - started,
         memories=manifest.memories,
-        notes=notes,
+        notes=[*notes, *([embedding_note] if embedding_note else [])],
     )
     summary.notes.extend(
         p.line() for p in partial_memories(summary.memories, summary.repo, persist_dir)
@@ -327,7 +357,7 @@ class _Built(NamedTuple):
 
 
 def _build_index(
-    path: str | Path, config: ArelaConfig, runtime: Runtime, refresh: bool
+    path: str | Path, config: ArelaConfig, runtime: Runtime, refresh: bool, reembed: bool
 ) -> BuildSummary:
     started = time.perf_counter()
     root = resolve_root(path)
@@ -337,7 +367,10 @@ def _build_index(
         if graph_side is not None and last is not None:
             # The previous graph's symbols are read while the repository is scanned and parsed.
             graph_side.submit(_preload_graph, last)
-        return _build_scanned(root, persist_dir, config, runtime, refresh, graph_side, started)
+        plan, key = embedding_plan(config, runtime, _live_manifest(persist_dir, root), reembed)
+        return _build_scanned(
+            root, persist_dir, config, runtime, refresh, graph_side, started, (plan, key)
+        )
 
 
 def _build_scanned(
@@ -348,10 +381,12 @@ def _build_scanned(
     refresh: bool,
     graph_side: ProcessPoolExecutor | None,
     started: float,
+    embedding: tuple[EmbeddingPlan, str],
 ) -> BuildSummary:
     timings: dict[str, float] = {}
+    plan, key = embedding
     with _timer(timings, "scan"):
-        snapshot = Snapshot.take(root, config, runtime, persist_dir)  # before any file is read
+        snapshot = Snapshot.take(root, config, persist_dir, key)  # before any file is read
         known = _known_files(persist_dir) if refresh else None
         scan = scan_repository(root, config, persist_dir, known)
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
@@ -359,12 +394,14 @@ def _build_scanned(
         previous = _load_previous(persist_dir, root) if refresh else None
         hashes = {f.path: f.sha256 for f in scan.files}
         changes = Changes.between(previous.manifest.files, hashes) if previous else None
-        embedder = embedder_for_build(config, runtime)
+        # Vectors are reused by chunk text from the live build, a refresh's or not.
+        kept = plan.info is not None and plan.reuse
+        vectors = previous or (_live(persist_dir, root) if kept else None)
         with new_build(persist_dir) as folder:
             snapshot.save(folder)
             save_file_stats(folder, scan.stats)
             built = _build_memories(
-                scan, folder, previous, changes, embedder, config, timings, graph_side
+                scan, folder, previous, changes, (plan, vectors), config, timings, graph_side
             )
             Manifest(
                 repo_root=str(scan.root),
@@ -377,11 +414,11 @@ def _build_scanned(
                 languages=dict(scan.by_language()),
                 parser_version=PARSER_VERSION,
             ).save(folder, (previous.folder, previous.manifest.checksums) if previous else None)
-    embedding = built.embedding
+    made = built.embedding
     return BuildSummary(
         repo=str(scan.root),
         persist_dir=str(persist_dir),
-        mode=runtime.mode + (f", embedding {embedding.label}" if embedding else ", sparse only"),
+        mode=runtime.mode + (f", embedding {made.label}" if made else ", sparse only"),
         refreshed=previous is not None,
         files=len(scan.files),
         languages=dict(scan.by_language()),
@@ -391,8 +428,12 @@ def _build_scanned(
         memories=built.memories,
         changed=len(changes.changed) if changes else 0,
         deleted=len(changes.deleted) if changes else 0,
-        notes=_notes(scan, previous, embedder[1], built.memories["audit"]),
+        notes=[
+            *_embedding_notes(plan, built.memories["code"]),
+            *_notes(scan, built.memories["audit"]),
+        ],
         timings={k: round(v, 3) for k, v in timings.items()},
+        embedding_changed=None if plan.reuse else plan.note,
     )
 
 
@@ -401,7 +442,7 @@ def _build_memories(
     folder: Path,
     previous: _Previous | None,
     changes: Changes | None,
-    embedder: tuple[Any, EmbeddingInfo | None],
+    embedding: tuple[EmbeddingPlan, _Previous | None],
     config: ArelaConfig,
     timings: dict[str, float],
     graph_side: ProcessPoolExecutor | None = None,
@@ -410,7 +451,7 @@ def _build_memories(
     refresh's graph in `graph_side`, the process `_graph_process` made)."""
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
-    embed_model = embedder[0]
+    plan = embedding[0]
     with _parse_pool(len(todo)) as pool, _side_process() as side:
         # History is read by git and a process of its own while the files are parsed: no
         # interpreter lock shared with the parsing, and a lower CPU priority, so the code
@@ -429,7 +470,7 @@ def _build_memories(
             graph_job = graph_side.submit(_timed_graph_memory, scan, folder, alone, changes, parsed)
         kept_paths = {f.path for f in scan.files} - (changes.changed if changes else set())
         code_stats = None
-        if previous and changes is not None and embed_model is None:
+        if previous and changes is not None and plan.info is None:
             with _timer(timings, "code"):
                 code_stats = refresh_sparse(
                     previous.folder / "code", folder / "code", kept_paths,
@@ -439,7 +480,7 @@ def _build_memories(
             code_embedding, count = None, int(code_stats["chunks"])
         else:
             code = _code_memory(
-                folder, previous, kept_paths, chunks, tokens, embedder, config, timings
+                folder, previous, kept_paths, chunks, tokens, embedding, config, timings
             )
             code_stats, code_embedding, count = code.stats(), code.embedding, len(code.chunks)
             # The graph is resolved next: the chunks' memory goes back first, so the two
@@ -501,13 +542,14 @@ def _code_memory(
     kept_paths: set[str],
     chunks: list[TextNode],
     tokens: list[list[str] | None],
-    embedder: tuple[Any, EmbeddingInfo | None],
+    embedding: tuple[EmbeddingPlan, _Previous | None],
     config: ArelaConfig,
     timings: dict[str, float],
 ) -> CodeStore:
     """The code memory made from its chunks, the kept files' read back from the previous build
-    (their vectors reused where the text is the same)."""
-    embed_model, embedding = embedder
+    (vectors reused from the build `embedding` names where the text is the same, as its plan
+    allows)."""
+    plan, vectors = embedding
     if previous:
         kept = previous.code.chunks_of(kept_paths)
         unknown: list[list[str] | None] = [None] * len(kept)
@@ -515,7 +557,7 @@ def _code_memory(
     chunks, tokens = _in_reading_order(chunks, tokens)
     with _timer(timings, "code"):
         progress = _Progress(
-            len(chunks) if embed_model is not None else 0,
+            len(chunks) if plan.model is not None else 0,
             config.show_progress,
             "embedding",
             "chunk",
@@ -523,29 +565,28 @@ def _code_memory(
         code = CodeStore.build(
             chunks,
             folder / "code",
-            embed_model,
-            embedding,
-            previous=previous.code if previous else None,
+            plan.model,
+            plan.info,
+            previous=vectors.code if vectors else None,
             progress=progress,
             tokens=tokens,
             vector_store=config.vector_store,
+            reuse=plan.reuse,
         )
         progress.close()
     return code
 
 
-def _notes(
-    scan: ScanResult,
-    previous: _Previous | None,
-    embedding: EmbeddingInfo | None,
-    audit: dict[str, Any],
-) -> list[str]:
-    """What the summary says besides the figures."""
+def _embedding_notes(plan: EmbeddingPlan, code: dict[str, Any]) -> list[str]:
+    """The plan's note, when the build changed the embedding, left the index sparse though a
+    model is here, or left chunks waiting for their model."""
+    kept = plan.reuse and plan.info is not None and not code.get("unembedded")
+    return [plan.note] if plan.note and not kept else []
+
+
+def _notes(scan: ScanResult, audit: dict[str, Any]) -> list[str]:
+    """What the summary says besides the figures and the embedding."""
     notes = []
-    info = previous.manifest.embedding if previous else None
-    old = EmbeddingInfo(**info) if info else None
-    if old and embedding and old.label != embedding.label:
-        notes.append(f"embedding changed from {old.label} to {embedding.label}: all re-embedded")
     if not scan.files:
         notes.append("no files to index: the repository is empty or everything in it was skipped")
     if skipped_records := audit.get("skipped_records"):
@@ -752,7 +793,30 @@ def _known_files(persist_dir: Path) -> dict[str, tuple[list[int], str]] | None:
         return None
 
 
-def _load_previous(persist_dir: Path, root: Path) -> _Previous | None:
+def _live_manifest(persist_dir: Path, root: Path) -> Manifest | None:
+    """The manifest of the live build, or None when there is none, it cannot be read, or it was
+    made elsewhere: the build then makes an index as a first one would."""
+    folder = current_build_or_none(persist_dir) if persist_dir.is_dir() else None
+    try:
+        manifest = Manifest.read(folder, verify=False) if folder is not None else None
+    except ArelaError:
+        return None
+    if manifest is None or folder is None or manifest.repo_root != str(root):
+        return None
+    return manifest if built_here(persist_dir, folder) else None
+
+
+def _live(persist_dir: Path, root: Path) -> _Previous | None:
+    """The live build, whatever parser read it, as a refresh would take it (nothing of a build
+    made elsewhere is kept): a full build reuses its vectors by chunk text. None when it is
+    damaged: the build makes them anew."""
+    try:
+        return _load_previous(persist_dir, root, same_parser=False)
+    except ArelaError:
+        return None
+
+
+def _load_previous(persist_dir: Path, root: Path, same_parser: bool = True) -> _Previous | None:
     """The current build, to refresh from; None when there is none, when it was built from
     another repository or in another folder (nothing of it is kept), or when another version
     of the parser read it (its symbols would not match the ones read now)."""
@@ -760,7 +824,9 @@ def _load_previous(persist_dir: Path, root: Path) -> _Previous | None:
     if folder is None:
         return None
     manifest = Manifest.read(folder)
-    if manifest.parser_version != PARSER_VERSION or manifest.repo_root != str(root):
+    if manifest.repo_root != str(root) or (
+        same_parser and manifest.parser_version != PARSER_VERSION
+    ):
         return None
     if not built_here(persist_dir, folder):
         return None

@@ -21,8 +21,9 @@ from arela_index import __version__
 from arela_index.config import ArelaConfig
 from arela_index.indexing.persist import Manifest
 from arela_index.indexing.scanner import examine_paths, git, git_head, listed_paths
-from arela_index.llm.runtime import Runtime
+from arela_index.llm.runtime import EmbeddingPlan, Runtime, embedding_key, plan_embedding
 from arela_index.parsing.symbols import PARSER_VERSION
+from arela_index.stores.embedding import EmbeddingInfo
 
 SNAPSHOT_FILE = "worktree.json"
 _RACY_NS = 1_000_000_000  # files modified this close to the snapshot are always read again
@@ -41,13 +42,14 @@ class Snapshot:
     folder: list[int] | None = None
 
     @classmethod
-    def take(cls, root: Path, config: ArelaConfig, runtime: Runtime, persist: Path) -> Snapshot:
+    def take(cls, root: Path, config: ArelaConfig, persist: Path, embedding: str) -> Snapshot:
+        """`embedding`: the key of the dense side the build makes (`embedding_plan`)."""
         now = time.time_ns()
         files: dict[str, list[int] | None] = {}
         for rel in listed_paths(root, config, persist):
             meta = file_key(root / rel)
             files[rel] = None if meta is None or now - meta[1] < _RACY_NS else meta
-        return cls(git_head(root), tags_key(root), settings_key(root, config, runtime), files)
+        return cls(git_head(root), tags_key(root), settings_key(root, config, embedding), files)
 
     def save(self, folder: Path) -> None:
         self.folder = folder_identity(folder.parent)
@@ -132,7 +134,7 @@ def staleness_of(
     """`staleness` with the manifest of `folder` already read."""
     manifest.verify(folder, under=SNAPSHOT_FILE)
     snapshot = Snapshot.read(folder)
-    now = Snapshot.take(root, config, runtime, persist)
+    now = Snapshot.take(root, config, persist, embedding_plan(config, runtime, manifest)[1])
     settings_changed = snapshot is None or snapshot.settings != now.settings
     before = snapshot.files if snapshot is not None else {}
     suspects = [rel for rel, meta in now.files.items() if meta is None or before.get(rel) != meta]
@@ -150,11 +152,26 @@ def staleness_of(
     )
 
 
-def settings_key(root: Path, config: ArelaConfig, runtime: Runtime) -> str:
-    """A digest of everything besides the files that decides what a build makes."""
-    from arela_index.llm.runtime import embedding_key
+def embedding_plan(
+    config: ArelaConfig, runtime: Runtime, manifest: Manifest | None, reembed: bool = False
+) -> tuple[EmbeddingPlan, str]:
+    """What a build over the index `manifest` describes (None: there is none yet) does with its
+    vectors (`plan_embedding`), and the key of the dense side it makes."""
+    info = manifest.embedding if manifest is not None else None
+    store = manifest.memories.get("code", {}).get("vector_store") if manifest else None
+    plan = plan_embedding(
+        config,
+        runtime,
+        EmbeddingInfo(**info) if info else None,
+        existing=manifest is not None,
+        reembed=reembed,
+    )
+    return plan, embedding_key(plan, config, store)
 
-    embedding = embedding_key(config, runtime)
+
+def settings_key(root: Path, config: ArelaConfig, embedding: str) -> str:
+    """A digest of everything besides the files that decides what a build makes (`embedding`:
+    the key of its dense side)."""
     parts = [
         __version__,
         PARSER_VERSION,

@@ -9,8 +9,7 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.errors import visible
 from arela_index.nodes import METADATA_KEYS
-
-_EXCERPT_LINES = 12
+from arela_index.query.excerpts import excerpt
 
 
 def citation(node: NodeWithScore) -> str:
@@ -45,21 +44,9 @@ def source_dict(node: NodeWithScore) -> dict[str, Any]:
     return out
 
 
-def _excerpt(text: str) -> str:
-    lines = text.strip("\n").splitlines()
-    # A code chunk's first line is its location header; the citation already says it.
-    if lines and "·" in lines[0]:
-        lines = lines[1:]
-    while lines and not lines[0].strip():
-        lines = lines[1:]
-    shown = lines[:_EXCERPT_LINES]
-    more = len(lines) - len(shown)
-    body = "\n".join(f"    {line}" for line in shown)
-    return body + (f"\n    … {more} more lines" if more > 0 else "")
-
-
 def offline_answer(question: str, nodes: Sequence[NodeWithScore], route: str) -> str:
-    """The answer without an LLM: what was found, best first, each with its citation and an excerpt."""
+    """The answer without an LLM: what was found, best first, each with its citation and the
+    lines that hold the question's words (`excerpts.excerpt`)."""
     lines = [
         f"Most relevant context for: {question.strip()}",
         f"(offline: ranked context, no written answer; {route})",
@@ -69,7 +56,7 @@ def offline_answer(question: str, nodes: Sequence[NodeWithScore], route: str) ->
         meta = node.node.metadata
         what = " ".join(str(v) for v in (meta.get("kind"), meta.get("symbol")) if v)
         lines.append(f"{rank}. {citation(node)} {what}".rstrip())
-        lines.append(_excerpt(node.node.get_content()))
+        lines.append(excerpt(question, node))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -44,7 +44,7 @@ from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.llm.ollama import Rest
 from arela_index.query import response_trace
 from arela_index.query.answers import abstention, citation, offline_answer
-from arela_index.query.grading import RelevanceGrader, checked_prompt
+from arela_index.query.grading import RelevanceGrader
 from arela_index.query.grounding import check_answer
 from arela_index.query.loop import QueryLoop, total
 from arela_index.query.recent import RecentAnswers
@@ -61,6 +61,8 @@ ANSWER_PROMPT = PromptTemplate(
     "shown on the block in square brackets, e.g. [src/app/config.py:10-24] or [commit 1a2b3c4]. "
     "If the context does not answer the question, say so plainly instead of guessing."
 )
+# The variables an answer prompt fills in: arela's, or LlamaIndex's own (`text_qa_template`'s).
+ANSWER_VARIABLES = (frozenset({"passages", "question"}), frozenset({"context_str", "query_str"}))
 # What CitedSynthesizer can do: one cited answer over all kept nodes, or only the nodes.
 RESPONSE_MODES = ("compact", "no_text")
 # How a written answer that fails `check_answer` is flagged to its reader.
@@ -127,9 +129,10 @@ class ArelaRetriever(BaseRetriever):
         response_trace.retrieved(query_bundle, trace)
         return trace.attach(nodes)
 
+    @dispatcher.span
     def retrieve_traced(self, query: QueryBundle) -> tuple[list[NodeWithScore], Trace]:
-        """`retrieve_with_trace` reporting to callbacks and instrumentation as `retrieve` does
-        (the engine needs the trace even when no node is left to carry it)."""
+        """`retrieve_with_trace` reporting to callbacks and instrumentation as `retrieve` does,
+        in a span of its own (the engine needs the trace even when no node is left to carry it)."""
         with self._retrieval(query) as done:
             return done(*self.retrieve_with_trace(query))
 
@@ -169,8 +172,14 @@ class ArelaRetriever(BaseRetriever):
             yield done
 
     def _get_prompt_modules(self) -> PromptMixinType:
-        """The routing, grading and rewrite prompts (`router:selector:route_prompt`, ...)."""
-        return {"router": self.router, "grader": self.grader, "rewriter": self.loop.rewriter}
+        """The routing, grading and rewrite prompts: `selector:route_prompt`, `grader:grade_prompt`,
+        `rewriter:rewrite_prompt`. One level deep, as LlamaIndex's `update_prompts` splits a key
+        once: the router's selector is a module of this retriever, not of the router in it."""
+        return {
+            **self.router._get_prompt_modules(),
+            "grader": self.grader,
+            "rewriter": self.loop.rewriter,
+        }
 
 
 class CitedSynthesizer(BaseSynthesizer):
@@ -214,9 +223,7 @@ class CitedSynthesizer(BaseSynthesizer):
 
     def _update_prompts(self, prompts: PromptDictType) -> None:
         if "answer_prompt" in prompts:
-            self.answer_prompt = checked_prompt(
-                prompts["answer_prompt"], "answer_prompt", ANSWER_PROMPT
-            )
+            self.answer_prompt = _answer_prompt(prompts["answer_prompt"])
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
         raise ArelaError("CitedSynthesizer answers from nodes: call synthesize(query, nodes)")
@@ -294,12 +301,18 @@ class CitedSynthesizer(BaseSynthesizer):
             return StreamingResponse(_pieces(text), source_nodes=nodes, metadata=metadata)
         return Response(text, source_nodes=nodes, metadata=metadata)
 
-    def _prompt(self, question: str, nodes: list[NodeWithScore]) -> str:
+    def _prompt_args(self, question: str, nodes: list[NodeWithScore]) -> dict[str, str]:
+        """What the answer prompt is filled with, under arela's names and LlamaIndex's."""
         from arela_index.llm.ollama import quote_data
 
         # Each block is labelled with the very citation the answer should carry.
         passages = quote_data([(citation(n)[1:-1], n.node.get_content()) for n in nodes])
-        return self.answer_prompt.format(passages=passages, question=question)
+        return {
+            "passages": passages,
+            "question": question,
+            "context_str": passages,
+            "query_str": question,
+        }
 
     def _ollama_errors(self) -> Any:
         from arela_index.llm.ollama import ollama_errors
@@ -317,11 +330,14 @@ class CitedSynthesizer(BaseSynthesizer):
         if resting := self._rest.why():
             trace.add_step("fallback", stage="answer", why=resting)
             return offline_answer(question, nodes, _route_line(trace))
-        prompt = self._prompt(question, nodes)
+        # `predict` formats a chat template as messages, any other as one prompt.
+        prompt, args = self.answer_prompt, self._prompt_args(question, nodes)
         try:
             with self._ollama_errors():
-                completion = yield Call(lambda: llm.complete(prompt), lambda: llm.acomplete(prompt))
-            text = completion.text.strip()
+                said = yield Call(
+                    lambda: llm.predict(prompt, **args), lambda: llm.apredict(prompt, **args)
+                )
+            text = str(said).strip()
         except OllamaUnavailable as exc:
             self._rest.failed(str(exc))
             trace.add_step("fallback", stage="answer", why=str(exc))
@@ -352,10 +368,10 @@ class CitedSynthesizer(BaseSynthesizer):
         said = ""
         try:
             with self._ollama_errors():
-                for chunk in llm.stream_complete(self._prompt(question, nodes)):
-                    if chunk.delta:
-                        said += chunk.delta
-                        yield chunk.delta
+                for delta in llm.stream(self.answer_prompt, **self._prompt_args(question, nodes)):
+                    if delta:
+                        said += delta
+                        yield delta
         except OllamaUnavailable as exc:
             self._rest.failed(str(exc))
             trace.add_step("fallback", stage="answer", why=str(exc))
@@ -517,6 +533,18 @@ class OfflineChatEngine(BaseChatEngine):
     @property
     def chat_history(self) -> list[ChatMessage]:
         return self._memory.get_all()
+
+
+def _answer_prompt(prompt: BasePromptTemplate) -> BasePromptTemplate:
+    """`prompt`, if it fills in the passages and the question under one pair of names: arela's
+    (`{passages}`, `{question}`) or LlamaIndex's (`{context_str}`, `{query_str}`)."""
+    used = frozenset(prompt.template_vars) - set(prompt.kwargs)  # partial_format fills some
+    if used not in ANSWER_VARIABLES:
+        raise ArelaError(
+            "answer_prompt must use {passages} and {question}, or LlamaIndex's {context_str} "
+            f"and {{query_str}}, and nothing else; it uses {', '.join(sorted(used)) or 'none'}"
+        )
+    return prompt
 
 
 def searched(trace: Trace) -> list[str]:

@@ -17,15 +17,19 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.nodes import make_node
-from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_line
+from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_id, chunk_line
 from arela_index.stores.code_search import CodeSearch, SparseIndex
 from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import (
     FAISS_FILE,
+    IDS_FILE,
     Before,
     ChunkVectors,
     build_vectors,
     describe_store,
+    point_id,
+    read_ids,
+    store_record,
 )
 
 _CHUNKS = CHUNKS_FILE
@@ -44,22 +48,30 @@ class CodeStore:
     def __init__(
         self,
         chunks: list[TextNode],
-        dense: ChunkVectors | None = None,
+        stored: ChunkVectors | None = None,
         embedding: EmbeddingInfo | None = None,
         sparse: SparseIndex | None = None,
-        record: dict[str, Any] | None = None,
     ) -> None:
         self.chunks = chunks
-        self.dense = dense  # None without vectors, or when their store was not given
+        # Where the vectors are, known even when the store that holds them was not given to
+        # this process (then `dense` is None).
+        self.stored = stored
         self.embedding = embedding
-        # Which store holds the vectors (`stores.vectors.store_record`), known even when the
-        # store itself was not given to this process.
-        self.record = record if record is not None else (dense.record if dense else None)
         self.by_id = {c.node_id: c for c in chunks}
         self.position = {c.node_id: i for i, c in enumerate(chunks)}
         self.sparse = sparse  # None without chunks
         self._search: CodeSearch | None = None
         self._lock = threading.Lock()
+
+    @property
+    def dense(self) -> ChunkVectors | None:
+        """The vectors, searchable: None without vectors, or when their store was not given."""
+        return self.stored if self.stored is not None and self.stored.store is not None else None
+
+    @property
+    def record(self) -> dict[str, Any] | None:
+        """Which store holds the vectors (`stores.vectors.store_record`), or None."""
+        return self.stored.record if self.stored is not None else None
 
     @classmethod
     def build(
@@ -72,26 +84,28 @@ class CodeStore:
         progress: Any = None,
         tokens: Sequence[list[str] | None] | None = None,
         vector_store: BasePydanticVectorStore | None = None,
+        reuse: bool = True,
     ) -> CodeStore:
-        """Index `chunks` into `directory`; vectors of chunks whose text is unchanged are reused.
+        """Index `chunks` into `directory`; with `embedding`, their vectors by its model.
 
         `tokens` are the chunks' `chunk_terms` where already known (None where not). The
-        vectors go to FAISS in `directory`, or to `vector_store` when one is given.
+        vectors go to FAISS in `directory`, or to `vector_store` when one is given, or stay in
+        the store `previous` has them in. With `reuse`, vectors of chunks whose text is
+        unchanged are kept; the others are embedded by `embed_model`, or wait for it when it
+        is None (the index keeps its embedding; `waiting` counts them).
 
         An embedder that fails (Ollama down, hanging, model not pulled) raises an `ArelaError`
         (`OllamaUnavailable` for Ollama) whose one line says what to do.
         """
         chunks = list(chunks)
-        dense = None
-        if embed_model is not None and embedding is not None and chunks:
+        stored = None
+        if embedding is not None and chunks:
             before = None
             if previous is not None:
-                before = Before(
-                    previous.chunks, previous.dense, previous.embedding, previous.record
-                )
+                before = Before(previous.chunks, previous.stored, previous.embedding)
             try:
-                dense = build_vectors(
-                    chunks, directory, embed_model, embedding, vector_store, before, progress
+                stored = build_vectors(
+                    chunks, directory, embed_model, embedding, vector_store, before, progress, reuse
                 )
             except ArelaError:
                 raise
@@ -101,11 +115,11 @@ class CodeStore:
                     f"could not embed the chunks with {embedding.label}: "
                     f"{embedding_failure(exc, embed_model)} (or index with --offline)"
                 ) from exc
-            embedding = EmbeddingInfo(embedding.provider, embedding.name, dense.dim)
+            embedding = EmbeddingInfo(embedding.provider, embedding.name, stored.dim)
         else:
             embedding = None
         sparse = SparseIndex.build(chunks, tokens or [None] * len(chunks)) if chunks else None
-        store = cls(chunks, dense, embedding, sparse)
+        store = cls(chunks, stored, embedding, sparse)
         store._save(directory)
         return store
 
@@ -113,9 +127,10 @@ class CodeStore:
         directory.mkdir(parents=True, exist_ok=True)
         with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
             fh.writelines(chunk_line(c) + "\n" for c in self.chunks)
-        if self.dense is not None and self.embedding is not None:
-            row = {**asdict(self.embedding), "store": self.dense.record}
+        if self.stored is not None and self.embedding is not None:
+            row = {**asdict(self.embedding), "store": self.stored.record}
             (directory / _EMBEDDING).write_text(json.dumps(row), encoding="utf-8")
+            self.stored.save_ids(directory, [c.node_id for c in self.chunks])
         if self.sparse is not None:
             self.sparse.save(directory, [c.node_id for c in self.chunks])
 
@@ -130,16 +145,47 @@ class CodeStore:
         """
         chunks = _load_chunks(directory / _CHUNKS)
         embedding, record = _load_embedding(directory)
-        dense = None
+        stored = None
         if embedding is not None and record is not None:
+            ids, orphans = read_ids(directory, record, [c.node_id for c in chunks])
+            stored = ChunkVectors(None, ids, embedding.dim, record, orphans)
             if record.get("file"):
                 if vector_store is not None:  # refused, as any store other than the recorded one
-                    ChunkVectors.attach(vector_store, chunks, embedding.dim, record)
-                dense = ChunkVectors.load_faiss(directory, len(chunks), embedding.dim)
+                    stored.attach(vector_store)
+                stored = ChunkVectors.load_faiss(directory, ids, embedding.dim)
             elif vector_store is not None:
-                dense = ChunkVectors.attach(vector_store, chunks, embedding.dim, record)
+                stored = stored.attach(vector_store)
         sparse = SparseIndex.load(directory, chunks) if chunks else None
-        return cls(chunks, dense, embedding, sparse, record)
+        return cls(chunks, stored, embedding, sparse)
+
+    @staticmethod
+    def waiting_in(directory: Path) -> bool:
+        """Whether chunks of the code memory in `directory` wait for their model's vectors."""
+        try:
+            row = json.loads((directory / IDS_FILE).read_text(encoding="utf-8"))
+            return any(pid is None for pid in row["ids"])
+        except (OSError, ValueError, TypeError, KeyError):
+            return False
+
+    @staticmethod
+    def lost_in(directory: Path, vector_store: BasePydanticVectorStore) -> str | None:
+        """Why `vector_store` no longer serves the vectors the build in `directory` wrote into it
+        (its collection gone or emptied), or None: it does, or it is not that build's store."""
+        try:
+            embedding, record = _load_embedding(directory)
+            probe = _first_id(directory)
+        except (ArelaError, OSError, ValueError, TypeError, KeyError):
+            return None
+        if embedding is None or record is None or probe is None or record.get("file"):
+            return None
+        if describe_store(record) != describe_store(store_record(vector_store)):
+            return None
+        return ChunkVectors(vector_store, [probe], embedding.dim, record).lost()
+
+    @property
+    def waiting(self) -> int:
+        """Chunks without a vector yet: indexed while their model was not here."""
+        return self.stored.waiting if self.stored is not None else 0
 
     @property
     def vectors(self) -> np.ndarray | None:
@@ -170,6 +216,7 @@ class CodeStore:
             "kinds": dict(kinds.most_common()),
             "embedding": self.embedding.label if self.embedding else None,
             "vector_store": describe_store(self.record) if self.embedding and self.record else None,
+            **({"unembedded": self.waiting} if self.waiting else {}),
         }
 
 
@@ -185,6 +232,17 @@ def _load_chunks(path: Path) -> list[TextNode]:
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise corrupt(path, f"not valid chunk records: {_one_line(exc)}") from None
     return chunks
+
+
+def _first_id(directory: Path) -> str | None:
+    """The store's id of the first chunk that has a vector, read without reading every chunk."""
+    path = directory / IDS_FILE
+    if path.exists():
+        ids = json.loads(path.read_text(encoding="utf-8"))["ids"]
+        return next((str(pid) for pid in ids if pid is not None), None)
+    with open(directory / _CHUNKS, "rb") as fh:
+        first = fh.readline()
+    return point_id(chunk_id(first)) if first.strip() else None
 
 
 def _load_embedding(directory: Path) -> tuple[EmbeddingInfo | None, dict[str, Any] | None]:
@@ -211,7 +269,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def embedding_failure(exc: BaseException, embed_model: BaseEmbedding) -> str:
+def embedding_failure(exc: BaseException, embed_model: BaseEmbedding | None) -> str:
     """One line on why `embed_model` failed and what to do (Ollama's faults named precisely)."""
     if isinstance(exc, ArelaError):
         return str(exc)
@@ -221,7 +279,7 @@ def embedding_failure(exc: BaseException, embed_model: BaseEmbedding) -> str:
         return describe_failure(
             exc,
             model=getattr(embed_model, "model_name", None),
-            host=embed_model.base_url,
+            host=getattr(embed_model, "base_url", None),
             setting="ARELA_EMBED_TIMEOUT",
         )
     return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"

@@ -63,7 +63,7 @@ def refresh_sparse(
     for path in sorted(kept_rows.keys() | new_rows.keys()):
         for row in kept_rows.get(path, ()):
             out.append(lines[row])
-            ids.append(_chunk_id(lines[row]))
+            ids.append(chunk_id(lines[row]))
             docs.append(row)
             doc_paths.append(path)
         for k in new_rows.get(path, ()):
@@ -88,7 +88,7 @@ def refresh_sparse(
     }
 
 
-def _chunk_id(line: bytes) -> str:
+def chunk_id(line: bytes) -> str:
     """The id a chunk line starts with (the line is parsed only if it does not start so)."""
     if line.startswith(_ID):
         end = line.find(b'"', len(_ID))

@@ -157,12 +157,13 @@ def test_batch_mode_answers_one_line_per_question(
 def test_batch_mode_reports_a_bad_line_and_goes_on(
     taskq: Indexed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stdin = "who calls resolve_envvar?\n   \nwho added the Redis backend?\n"
+    # Control characters only: a line that is not blank, and no question either.
+    stdin = "who calls resolve_envvar?\n\x01\x02\nwho added the Redis backend?\n"
     code, out, _ = ask(taskq, capsys, "-", "--json", stdin=stdin, monkeypatch=monkeypatch)
     first, bad, last = (json.loads(line) for line in out.splitlines())
     assert code == 2
     assert bad == {
-        "question": "   ",
+        "question": "\x01\x02",
         "error": "the question is empty: ask something about the repository, e.g. `who calls main?`",
     }
     assert not first["abstained"] and not last["abstained"]
@@ -228,6 +229,43 @@ def test_jsonl_batch_keeps_ids_and_reports_bad_lines(
     assert first["id"] == "issue-7" and first["question"] == ISSUE
     assert set(bad) == {"question", "error"} and bad["error"].startswith("line 2 is not a JSON")
     assert "id" not in last and not last["abstained"]
+
+
+def test_jsonl_from_stdin_as_the_help_says_blank_lines_skipped_errors_keep_their_id(
+    taskq: Indexed,
+) -> None:
+    from support.harness import run_cli
+
+    # `cat batch.jsonl | arela ask --jsonl --repo R`, through the real entry point.
+    batch = "\n".join(
+        [
+            json.dumps({"id": 1, "question": "who calls resolve_envvar?"}),
+            "",
+            json.dumps({"id": 6}),
+            "   ",
+            json.dumps({"id": "last", "question": "what does parse_config return?"}),
+        ]
+    )
+    common = ["--repo", str(taskq.repo.root), "--persist-dir", str(taskq.persist_dir), "--offline"]
+    run = run_cli("ask", "--jsonl", *common, stdin=batch + "\n")
+    first, bad, last = (json.loads(line) for line in run.out.splitlines())
+    assert run.code == 2  # a line was bad; the others were answered
+    assert first["id"] == 1 and not first["abstained"]
+    assert bad["id"] == 6 and bad["error"].startswith("line 3 is not a JSON object")
+    assert last["id"] == "last" and last["question"] == "what does parse_config return?"
+
+
+def test_blank_lines_of_ask_dash_are_skipped_as_in_jsonl(
+    taskq: Indexed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    questions = "who calls resolve_envvar?\n\n  \nwhat does parse_config return?\n"
+    code, out, _ = ask(taskq, capsys, "-", "--json", stdin=questions, monkeypatch=monkeypatch)
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and all("error" not in a for a in answers)
+    assert [a["question"] for a in answers] == [
+        "who calls resolve_envvar?",
+        "what does parse_config return?",
+    ]
 
 
 def test_a_missing_question_file_is_one_line_and_exit_code_2(

@@ -310,8 +310,11 @@ def test_embedding_failures_at_index_time_fail_clearly_and_keep_the_index(
     reference = load(indexed_copy, fake).as_query_engine().query(NAMED)
     fake.set_fault("/api/embed", fault)
     started = time.monotonic()
+    # A rebuild reuses the vectors of chunks it has: embedding anew is what must be asked.
     with pytest.raises(ArelaError) as failure:
-        ArelaIndex.build(taskq, ollama_host=fake.url, persist_dir=str(indexed_copy), **TIMEOUTS)
+        ArelaIndex.build(
+            taskq, reembed=True, ollama_host=fake.url, persist_dir=str(indexed_copy), **TIMEOUTS
+        )
     took = time.monotonic() - started
     message = str(failure.value)
     assert "\n" not in message and REASONS[fault][1] in message
@@ -330,7 +333,7 @@ def test_embedding_failure_through_the_cli_is_one_line(
 ) -> None:
     fake.set_fault("/api/embed", "hang")
     env = {"OLLAMA_HOST": fake.url, "ARELA_EMBED_TIMEOUT": "0.5", "ARELA_PROBE_TIMEOUT": "1"}
-    run = run_cli("index", str(taskq), "--persist-dir", str(indexed_copy), env=env)
+    run = run_cli("index", str(taskq), "--persist-dir", str(indexed_copy), "--reembed", env=env)
     assert_one_clear_line(run, "did not answer", "ARELA_EMBED_TIMEOUT", "--offline")
 
 

@@ -134,8 +134,9 @@ def test_hostile_questions_through_the_cli(index: ArelaIndex, taskq: GitRepo) ->
     run = run_cli("ask", "-", "--json", *where, stdin="\n".join(lines) + "\n")
     assert "Traceback" not in run.err and run.code in {0, 2} and not run.problems
     answers = [json.loads(line) for line in run.out.splitlines()]
-    assert len(answers) == len(lines)
-    for asked, answer in zip(lines, answers, strict=True):
+    asked_lines = [q for q in lines if q.strip()]  # blank lines are skipped, as in --jsonl
+    assert len(answers) == len(asked_lines)
+    for asked, answer in zip(asked_lines, answers, strict=True):
         if "error" in answer:
             assert asked in EMPTY and "the question is empty" in answer["error"]
         else:

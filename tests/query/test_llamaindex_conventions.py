@@ -186,6 +186,45 @@ def test_instrumentation_sees_synthesize_events(taskq: ArelaIndex) -> None:
     assert seen.names.index("SynthesizeStartEvent") < seen.names.index("SynthesizeEndEvent")
 
 
+class _Spans(BaseEventHandler):
+    """Which span each event fired in."""
+
+    fired: list[tuple[str, str | None]]
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        self.fired.append((event.class_name(), event.span_id))
+
+
+def test_the_retrieval_runs_in_a_span_of_its_own_inside_the_query(taskq: ArelaIndex) -> None:
+    from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
+
+    root = get_dispatcher()
+    spans, events = SimpleSpanHandler(), _Spans(fired=[])
+    root.add_span_handler(spans)
+    root.add_event_handler(events)
+    try:
+        taskq.as_query_engine().query(QUESTION)
+        asyncio.run(taskq.as_query_engine().aquery(QUESTION))
+    finally:
+        root.span_handlers.remove(spans)
+        root.event_handlers.remove(events)
+    by_id = {span.id_: span for span in spans.completed_spans}
+    # Each query's first retrieval is the engine's (the memories' own retrievers come after).
+    names = [name for name, _ in events.fired]
+    queries = [i for i, name in enumerate(names) if name == "QueryStartEvent"]
+    assert len(queries) == 2
+    started = [events.fired[names.index("RetrievalStartEvent", i)][1] for i in queries]
+    for span_id in started:
+        # As in a stock RetrieverQueryEngine, where `retrieve` is a span of the query's.
+        assert span_id in by_id and ".retrieve" in span_id.split("-")[0]
+        parents = []
+        parent = by_id[span_id].parent_id
+        while parent is not None:
+            parents.append(parent.split("-")[0])
+            parent = by_id[parent].parent_id if parent in by_id else None
+        assert any(name.startswith("ArelaQueryEngine.") for name in parents)
+
+
 # -- 16.2 Settings.llm and prompts ------------------------------------------------------------
 
 
@@ -213,7 +252,7 @@ def test_prompts_are_exposed_and_an_updated_prompt_is_really_sent(repo: Indexed)
         prompts = engine.get_prompts()
         assert {
             "response_synthesizer:answer_prompt",
-            "router:selector:route_prompt",
+            "selector:route_prompt",
             "grader:grade_prompt",
             "rewriter:rewrite_prompt",
         } <= set(prompts)
@@ -246,8 +285,66 @@ def test_prompts_are_exposed_and_an_updated_prompt_is_really_sent(repo: Indexed)
         )
         engine.query(QUESTION)
     assert model.seen["answer"][-1].startswith("ANSWER LIKE A PIRATE.")
-    with pytest.raises(ArelaError, match=r"^answer_prompt must use \{passages\}, \{question\}"):
+    with pytest.raises(ArelaError, match=r"^answer_prompt must use \{passages\} and \{question\}"):
         engine.update_prompts({"response_synthesizer:answer_prompt": PromptTemplate("{query_str}")})
+
+
+def test_every_prompt_key_round_trips_through_update_prompts(taskq: ArelaIndex) -> None:
+    # LlamaIndex's documented round trip: every key get_prompts() gives, update_prompts() takes.
+    engine = taskq.as_query_engine()
+    prompts = engine.get_prompts()
+    assert set(prompts) == {
+        "response_synthesizer:answer_prompt",
+        "selector:route_prompt",
+        "grader:grade_prompt",
+        "rewriter:rewrite_prompt",
+    }
+    engine.update_prompts(engine.get_prompts())
+    for key, prompt in prompts.items():
+        changed = PromptTemplate("CHANGED " + prompt.get_template())
+        engine.update_prompts({key: changed})
+        assert engine.get_prompts()[key].get_template() == changed.get_template()
+    retriever = taskq.as_retriever()
+    retriever.update_prompts(retriever.get_prompts())
+    assert set(retriever.get_prompts()) == set(prompts) - {"response_synthesizer:answer_prompt"}
+    router = retriever.router
+    router.update_prompts(router.get_prompts())  # a stock RouterRetriever's: selector:route_prompt
+
+
+def test_the_answer_prompt_takes_llamaindexs_own_templates(taskq: ArelaIndex) -> None:
+    from llama_index.core.llms import ChatMessage, MessageRole
+    from llama_index.core.prompts import ChatPromptTemplate
+    from llama_index.core.prompts.default_prompts import DEFAULT_TEXT_QA_PROMPT
+
+    sent: list[str] = []
+
+    class Recording(MockLLM):
+        """MockLLM, keeping each prompt it was sent."""
+
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            sent.append(prompt)
+            return super().complete(prompt, formatted, **kwargs)
+
+    engine = taskq.as_query_engine(llm=Recording())
+    engine.update_prompts({"response_synthesizer:answer_prompt": DEFAULT_TEXT_QA_PROMPT})
+    answer = engine.query(QUESTION)
+    assert sent[-1].startswith("Context information is below.")
+    assert citation(answer.source_nodes[0])[1:-1] in sent[-1]
+    assert f"Query: {QUESTION}" in sent[-1]
+
+    chat = ChatPromptTemplate(
+        message_templates=[
+            ChatMessage(role=MessageRole.SYSTEM, content="You are a terse senior engineer."),
+            ChatMessage(role=MessageRole.USER, content="{context_str}\n\nQuestion: {query_str}"),
+        ]
+    )
+    engine.update_prompts({"response_synthesizer:answer_prompt": chat})
+    assert isinstance(
+        engine.get_prompts()["response_synthesizer:answer_prompt"], ChatPromptTemplate
+    )
+    engine.query(QUESTION)
+    assert "You are a terse senior engineer." in sent[-1]
+    assert f"Question: {QUESTION}" in sent[-1] and "<<<DATA" in sent[-1]
 
 
 # -- 16.4 the trace in any engine's response ---------------------------------------------------

@@ -217,44 +217,56 @@ def _static_vector(text: str) -> list[float]:
     return default_static_embedding().get_text_embedding(text)
 
 
-def test_refreshing_between_ollama_and_static_reembeds_every_chunk(
+def test_an_ollama_index_refreshed_offline_keeps_its_vectors_and_changes_only_when_asked(
     fake: FakeOllama, tmp_path: Path
 ) -> None:
     repo = GitRepo(tmp_path / "repo")
     repo.commit(FILES, "first")
     persist = tmp_path / "index"
+    offline_settings: dict[str, Any] = {
+        "offline": True,
+        "offline_embedding": "static",
+        "persist_dir": str(persist),
+        "show_progress": False,
+    }
 
     online = ArelaIndex.build(repo.root, **_online(fake, persist))
     assert online.manifest.embedding == OLLAMA
     _assert_vectors_of(online, lambda text: fake.vector(DOC + text))
+    assert online.code.vectors is not None
+    before = {c.text: online.code.vectors[i] for i, c in enumerate(online.code.chunks)}
 
-    # Offline refresh after one file changed: unchanged chunks are re-embedded too.
+    # Offline refresh after one file changed: Ollama's vectors are kept, the changed file's
+    # chunks wait for Ollama; the static model the settings name converts nothing unasked.
     repo.commit({"db/store.py": STORE.replace("oldest", "least recent")}, "wording")
-    offline = ArelaIndex.build(
-        repo.root,
-        refresh=True,
-        offline=True,
-        offline_embedding="static",
-        persist_dir=str(persist),
-        show_progress=False,
-    )
-    assert offline.summary is not None and offline.summary.refreshed
-    assert offline.summary.changed == 1
-    assert (
-        f"embedding changed from ollama:{EMBED_MODEL} to static:{MODEL_NAME}: all re-embedded"
-        in (offline.summary.notes)
-    )
-    assert offline.manifest.embedding == STATIC
-    _assert_vectors_of(offline, _static_vector)
+    offline = ArelaIndex.build(repo.root, refresh=True, **offline_settings)
+    assert offline.summary is not None and offline.summary.changed == 1
+    assert offline.manifest.embedding == OLLAMA
+    waiting = [c for c in offline.code.chunks if c.text not in before]
+    assert waiting and offline.code.waiting == len(waiting)
+    assert any("the chunks new since wait for that model" in n for n in offline.summary.notes)
+    vectors = offline.code.vectors
+    assert vectors is not None
+    for i, chunk in enumerate(offline.code.chunks):
+        if chunk.text in before:
+            np.testing.assert_allclose(vectors[i], before[chunk.text], atol=1e-6)
 
-    # And back: Ollama is asked for every chunk, not only those of the file that changed.
-    repo.commit({"ui/screen.py": SCREEN.replace("80", "100")}, "wider default")
+    # Back online, a refresh embeds only the chunks that waited.
     asked_before = len(_embedded_chunks(fake))
-    back = ArelaIndex.build(repo.root, refresh=True, **_online(fake, persist))
-    assert back.summary is not None and back.summary.changed == 1
-    assert back.manifest.embedding == OLLAMA
-    assert sorted(_embedded_chunks(fake)[asked_before:]) == sorted(c.text for c in back.code.chunks)
+    back = ArelaIndex.from_repo(repo.root, **_online(fake, persist))
+    assert sorted(_embedded_chunks(fake)[asked_before:]) == sorted(c.text for c in waiting)
+    assert back.code.waiting == 0
     _assert_vectors_of(back, lambda text: fake.vector(DOC + text))
+
+    # Asked to, offline, it embeds every chunk with the static model, and says so.
+    static = ArelaIndex.build(repo.root, refresh=True, reembed=True, **offline_settings)
+    assert static.summary is not None
+    assert (
+        f"embedding changed from ollama:{EMBED_MODEL} to static:{MODEL_NAME} "
+        "(a re-embed was asked for): all re-embedded"
+    ) in static.summary.notes
+    assert static.manifest.embedding == STATIC
+    _assert_vectors_of(static, _static_vector)
 
 
 def test_a_static_index_queries_with_the_static_model_while_ollama_is_up(

@@ -278,3 +278,128 @@ def test_a_wrong_object_is_refused_in_one_line(
             repo.root, persist_dir=str(tmp_path / "index"), offline=True, **setting
         )
     assert "\n" not in str(refused.value)
+
+
+# -- any BasePydanticVectorStore: a FaissVectorStore of the caller's ---------------------------
+
+
+def test_a_users_faiss_vector_store_through_a_storage_context(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    import faiss
+
+    # As LlamaIndex's FAISS guide makes one: an L2 index, in a StorageContext, persisted by it.
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(64))
+    context = StorageContext.from_defaults(vector_store=store)
+    local = _build(repo, tmp_path / "faiss")
+    theirs = _build(repo, tmp_path / "index", storage_context=context)
+    assert theirs.code.dense is not None and theirs.code.dense.store is store
+    assert store.client.ntotal == len(theirs.code.chunks)
+    assert theirs.manifest.memories["code"]["vector_store"] == "FaissVectorStore"
+    for question in QUESTIONS:
+        assert [n for n, _ in _ranking(theirs, question)] == [
+            n for n, _ in _ranking(local, question)
+        ]
+    context.persist(persist_dir=str(tmp_path / "storage"))
+
+    # Another process: the store read back as the guide reads it, the index loaded over it.
+    stored = FaissVectorStore.from_persist_dir(str(tmp_path / "storage"))
+    again = StorageContext.from_defaults(vector_store=stored, persist_dir=str(tmp_path / "storage"))
+    loaded = ArelaIndex.load(
+        tmp_path / "index", offline=True, embed_model=CountingHashEmbedding(), storage_context=again
+    )
+    assert loaded.code_retriever().dense
+    hits = loaded.code_retriever(top_k=1).retrieve(OTHER_WORDS)
+    assert hits[0].node.metadata["file_path"] == "paint/colors.py"
+
+
+def test_a_refresh_into_a_store_that_cannot_delete_searches_around_what_it_left(
+    tmp_path: Path,
+) -> None:
+    import faiss
+
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit(FILES, "first")
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatIP(64))
+    settings: dict[str, Any] = {
+        "persist_dir": str(tmp_path / "index"),
+        "offline": True,
+        "show_progress": False,
+        "embed_model": CountingHashEmbedding(),
+        "vector_store": store,
+    }
+    first = ArelaIndex.from_repo(repo.root, **settings)
+    repo.commit({"net/retry.py": RETRY.replace("doubled", "tripled")}, "tripled")
+    again = ArelaIndex.from_repo(repo.root, **settings)
+    # FaissVectorStore has no delete: the changed chunk's old vector stays in it, owned by none.
+    assert again.code.dense is not None and again.code.dense.orphans
+    assert store.client.ntotal == len(first.code.chunks) + 1
+    hits = again.code_retriever(top_k=len(again.code.chunks)).retrieve("tripled")
+    assert hits[0].node.metadata["file_path"] == "net/retry.py"
+    assert len({h.node.node_id for h in hits}) == len(hits)
+
+
+# -- a store that lost what the build wrote ------------------------------------------------------
+
+
+def test_a_collection_gone_is_told_at_load_and_written_again_by_from_repo(
+    tmp_path: Path, qdrant: QdrantVectorStore
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit(FILES, "first")
+    settings: dict[str, Any] = {
+        "persist_dir": str(tmp_path / "index"),
+        "offline": True,
+        "show_progress": False,
+        "embed_model": CountingHashEmbedding(),
+    }
+    built = ArelaIndex.from_repo(repo.root, vector_store=qdrant, **settings)
+    qdrant.client.delete_collection(COLLECTION)  # the server lost it
+    store = QdrantVectorStore(client=qdrant.client, collection_name=COLLECTION)
+    loaded = ArelaIndex.load(
+        tmp_path / "index", offline=True, embed_model=CountingHashEmbedding(), vector_store=store
+    )
+    assert any(
+        f"QdrantVectorStore '{COLLECTION}' lost the index's vectors" in n for n in loaded.notes
+    )
+    retriever = loaded.code_retriever(top_k=1)
+    assert not retriever.dense  # so no question tries it, and fails, one after another
+    assert (
+        retriever.retrieve("blend_color")[0].node.metadata["symbol"] == "paint.colors.blend_color"
+    )
+    assert retriever.failures == []
+    refilled = ArelaIndex.from_repo(repo.root, vector_store=store, **settings)
+    assert set(_points(store)) == {point_id(c.node_id) for c in built.code.chunks}
+    assert refilled.code_retriever().dense and not any("lost" in n for n in refilled.notes)
+    hits = refilled.code_retriever(top_k=1).retrieve(OTHER_WORDS)
+    assert hits[0].node.metadata["file_path"] == "paint/colors.py"
+
+
+def test_a_refresh_without_the_model_or_the_store_keeps_the_collection_for_later(
+    tmp_path: Path, qdrant: QdrantVectorStore
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit(FILES, "first")
+    settings: dict[str, Any] = {
+        "persist_dir": str(tmp_path / "index"),
+        "offline": True,
+        "show_progress": False,
+    }
+    model = CountingHashEmbedding()
+    first = ArelaIndex.from_repo(repo.root, embed_model=model, vector_store=qdrant, **settings)
+    before = _points(qdrant)
+    # A file changes; a refresh runs with neither the model nor the store (the command line).
+    repo.commit({"net/retry.py": RETRY.replace("doubled", "tripled")}, "tripled")
+    bare = ArelaIndex.from_repo(repo.root, **settings)
+    assert bare.manifest.memories["code"]["vector_store"] == f"QdrantVectorStore '{COLLECTION}'"
+    assert bare.manifest.embedding is not None and bare.code.waiting == 1
+    assert _points(qdrant) == before  # nothing written, nothing deleted
+    # Both given again: only the changed chunk is embedded, its old point goes.
+    returned = CountingHashEmbedding()
+    again = ArelaIndex.from_repo(repo.root, embed_model=returned, vector_store=qdrant, **settings)
+    changed = [c for c in again.code.chunks if c.metadata["file_path"] == "net/retry.py"]
+    assert returned.texts == [c.get_content() for c in changed]
+    assert set(_points(qdrant)) == {point_id(c.node_id) for c in again.code.chunks}
+    assert len(_points(qdrant)) == len(first.code.chunks)
+    hits = again.code_retriever(top_k=1).retrieve("tripled")
+    assert hits[0].node.metadata["file_path"] == "net/retry.py"
