@@ -36,7 +36,7 @@ from arela_index.policy.intents import (
     TEMPORAL,
 )
 from arela_index.policy.repository import Repository
-from arela_index.selectors.by_description import stock_picks
+from arela_index.selectors.by_description import described, stock_picks
 from arela_index.selectors.compared import compared_entities
 from arela_index.selectors.intents import (
     STRONG,
@@ -223,6 +223,8 @@ class ArelaSelector(BaseSelector):
             entities = read.entities
             route.entities, route.written = entities.known, entities.written
             scope = policy.scope_by_words(read)
+            if not scope.out and metas and not self.policy.repository.size:
+                scope = policy.scope_among_tools(read, [described(m) for m in metas])
             rules = self._rules(question, entities, reading)
         draft = _Draft(route, entities, rules, reading, available, metas, tools, started, scope)
         if scope.out:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from llama_index.core.schema import NodeWithScore
 
+from arela_index.errors import ArelaError
 from arela_index.policy.evidence import Entities, read_entities
 from arela_index.policy.model import Logistic, PolicyTable
 from arela_index.policy.repository import Repository
@@ -169,6 +170,30 @@ class QueryPolicy:
         if p >= (words.bar if sure else words.sure_yes):
             return Scope(IN, p, support=_support(values, reading))
         return Scope(OUT, p, self._reasons(words, values, reading))
+
+    def scope_among_tools(self, reading: PolicyReading, descriptions: Sequence[str]) -> Scope:
+        """The scope of a question for tools known only by their `descriptions`, when this
+        policy knows no repository (a selector a user put in a stock router): a question that
+        names no code and comes nearer one people ask a general assistant (`general.py`) than
+        any description is for none of them. Without the sentence model it stays in."""
+        from arela_index.llm.sentence_model import SentenceModel
+        from arela_index.policy.general import GeneralQuestions
+
+        entities = reading.entities
+        if entities.known or entities.written or not descriptions:
+            return Scope(IN)
+        try:
+            model = SentenceModel.shared()
+            general = GeneralQuestions.shipped()
+        except ArelaError:
+            return Scope(IN)
+        asked, *described = model.embed([reading.question.text, *descriptions])
+        nearest = max(float(asked @ d) for d in described)
+        cosine, like = general.closest(asked)
+        if cosine <= nearest:
+            return Scope(IN, closest=nearest)
+        why = f"nearer a general question ('{like}' {cosine:.2f}) than any tool ({nearest:.2f})"
+        return Scope(OUT, reasons=(why,), by="meaning", closest=nearest)
 
     def scope_steps(
         self,

@@ -163,10 +163,12 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
                 )
                 if relevant:
                     kept.append(NodeWithScore(node=node.node, score=round(grade, 4)))
-            # A graph summary says how many there are: worth keeping only beside what it summarises.
+            # A graph summary says how many there are: worth keeping only beside what it
+            # summarises, and after it (the relations are the answer, the summary their count).
             if all(k.node.metadata.get("kind") == "summary" for k in kept):
                 kept = []
-            kept.sort(key=lambda n: -(n.score or 0.0))
+            kept.sort(key=lambda n: (n.node.metadata.get("kind") == "summary", -(n.score or 0.0)))
+            kept = _never_rising(kept)
             best: dict[str, NodeWithScore] = {}
             for node in kept:  # a node two groups found counts once, at its best grade
                 best.setdefault(node.node.node_id, node)
@@ -271,3 +273,14 @@ def checked_prompt(
             f"and nothing else; it uses {', '.join(sorted(used)) or 'none'}"
         )
     return prompt
+
+
+def _never_rising(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes with each score capped at the one before it: scores read best first."""
+    out: list[NodeWithScore] = []
+    for node in nodes:
+        score = node.score or 0.0
+        if out and score > (out[-1].score or 0.0):
+            node = NodeWithScore(node=node.node, score=out[-1].score)
+        out.append(node)
+    return out

@@ -71,13 +71,24 @@ class Situation:
 
     @cached_property
     def others(self) -> list[str]:
-        """Untried memories that stand in for the first ones (else the code memory)."""
+        """Untried memories that stand in for the first ones (else the code memory); none for a
+        question limited to a time or to people, which only the history's commits have."""
+        if self.limited:
+            return []
         substitutes = dict.fromkeys(s for memory in self.first for s in SUBSTITUTE.get(memory, ()))
         others = [m for m in substitutes if m in self.available and m not in self.used]
         if not others:
             others = [m for m in ("code", *self.available) if m in self.available][:1]
             others = [m for m in others if m not in self.used]
         return others
+
+    @cached_property
+    def limited(self) -> bool:
+        """Whether the question asks the history within a time or of its authors."""
+        if "audit" not in self.first:
+            return False
+        authors = self.question.authors(self.vocabulary) if self.vocabulary is not None else ()
+        return self.question.window() is not None or bool(authors)
 
     @cached_property
     def searched(self) -> str:

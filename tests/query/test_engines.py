@@ -332,10 +332,11 @@ def test_an_injection_in_files_and_commits_changes_no_route_grade_or_answer(
             if source in dirty_grades:
                 assert dirty_grades[source] == pytest.approx(node.score, abs=0.02)
     else:
-        # Asking about the notes finds them in both; the injected text earns no better grade.
+        # Asking about the notes finds the plain one; the injected text earns no better grade
+        # (it is longer, so its file is chunked apart and its passage may not be cited at all).
         clean_notes = [n.score for n in clean.source_nodes if NEUTRAL_NOTE in n.node.text]
         dirty_notes = [n.score for n in dirty.source_nodes if EVIL_NOTE in n.node.text]
-        assert clean_notes and dirty_notes and max(dirty_notes) <= max(clean_notes) + 0.01
+        assert clean_notes and max(dirty_notes, default=0.0) <= max(clean_notes) + 0.01
         assert dirty_answer.startswith(f"Most relevant context for: {question}")
 
 

@@ -298,10 +298,3 @@ def test_the_shipped_vectors_are_the_models_vectors_of_the_shipped_questions() -
     # float16 on disk; an edited questions.txt without `scripts/embed_general_questions.py` fails.
     assert len(general.texts) == 200
     assert float(np.min(np.sum(fresh * general.vectors, axis=1))) > 0.999
-
-
-def test_a_question_that_reads_like_a_general_one_abstains_though_its_meaning_is_near(
-    tabular: Path,
-) -> None:
-    why = abstains_by_meaning(tabular, "How do I make a pivot table in Google Sheets?")
-    assert 'it reads like a question about no repository ("how do i make a pivot table' in why
