@@ -61,7 +61,7 @@ class ArelaConfig:
     exclude: tuple[str, ...] = ()
     include: tuple[str, ...] = ()
     max_retries: int = _from_env("ARELA_MAX_RETRIES", 2)
-    # Whether a question that writes no code is judged by meaning too (query/meaning.py): a local
+    # Whether a question that writes no code is judged by meaning too (policy/meaning.py): a local
     # sentence model compares it with the code memory's best candidates.
     meaning_check: bool = _from_env("ARELA_MEANING_CHECK", True)
     graph_fanout: int = _from_env("ARELA_GRAPH_FANOUT", 50)

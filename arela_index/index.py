@@ -29,7 +29,8 @@ from arela_index.indexing.persist import (
 from arela_index.indexing.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.code import CodeStore
+from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import check_store
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
     from llama_index.core.tools import QueryEngineTool
 
     from arela_index.indexing.worktree import WorktreeCheck
+    from arela_index.policy.decisions import QueryPolicy
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
-    from arela_index.query.meaning import MeaningCheck
     from arela_index.retrievers.audit import AuditLogRetriever
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
@@ -270,8 +271,8 @@ class ArelaIndex:
         this one until the new one is ready, then swaps them."""
         summary = build_index(self.root, self.config, self.runtime, refresh=True)
         fresh = type(self)(_require(self.persist_dir), self.config, self.runtime, summary)
-        if "_meaning" in self.__dict__:  # its vectors are keyed by chunk text: still good
-            fresh.__dict__["_meaning"] = self._meaning
+        if "policy" in self.__dict__:  # its sentence model's vectors are keyed by chunk text
+            fresh.__dict__["policy"] = type(self.policy).of_index(fresh, self.policy.meaning)
         return fresh
 
     def staleness(self) -> Any:
@@ -332,19 +333,22 @@ class ArelaIndex:
         return WorktreeCheck(self.root, self.folder, self.manifest, self.config)
 
     @cached_property
-    def _meaning(self) -> MeaningCheck | None:
-        """One meaning check for every retriever and engine of this index: the chunk vectors
-        it keeps are theirs too (keyed by text, so a refresh cannot serve a stale one)."""
-        from arela_index.query.meaning import MeaningCheck
+    def policy(self) -> QueryPolicy:
+        """The query path's decisions (scope, routing, relevance) over this index's statistics,
+        one for every retriever and engine: the chunk vectors its sentence model keeps are
+        theirs too (keyed by text, so a refresh cannot serve a stale one)."""
+        from arela_index.policy.decisions import QueryPolicy
+        from arela_index.policy.meaning import MeaningCheck
 
-        return MeaningCheck() if self.config.meaning_check else None
+        meaning = MeaningCheck() if self.config.meaning_check else None
+        return QueryPolicy.of_index(self, meaning)
 
     @cached_property
     def term_weights(self) -> Any:
         """How informative each word is here (idf over the code memory): the grader's evidence.
         Counted from the chunk index's vocabulary and column pointers alone: every question is
         graded, and the code memory is read only when a question is routed to it."""
-        from arela_index.query.term_weights import TermWeights
+        from arela_index.policy.term_weights import TermWeights
         from arela_index.stores.bm25_flat import DocumentCounts
 
         chunks = self.manifest.memories.get("code", {}).get("chunks")
@@ -433,7 +437,7 @@ class ArelaIndex:
             available=self.available_memories(),
             llm=self._llm(self.config.router_model, self.config.router_timeout),
             embed_model=self.embed_model,
-            written=self.term_weights.share,
+            policy=self.policy,
         )
 
     def as_retriever(self, top_k: int | None = None, **kwargs: Any) -> ArelaRetriever:
@@ -469,7 +473,7 @@ class ArelaIndex:
             top_k,
         )
         llm = self._llm(self.config.router_model, self.config.router_timeout)
-        grader = RelevanceGrader(llm=llm, term_weights=self.term_weights, route=selector.route)
+        grader = RelevanceGrader(llm=llm, route=selector.route, policy=self.policy)
         rewriter = Rewriter(llm, self.vocabulary)
         return ArelaRetriever(
             QueryLoop(
@@ -477,7 +481,7 @@ class ArelaIndex:
                 grader,
                 rewriter,
                 max_retries=self.config.max_retries,
-                meaning=self._meaning,
+                policy=self.policy,
             ),
             # With a model, answers hang on its (cached) decisions and its health: not kept.
             recent=RecentAnswers() if llm is None else None,
@@ -595,12 +599,15 @@ class _OnFirstQuestion(MemoryRetriever):
                     self._made = self._make()
         return self._made
 
-    def __getattr__(self, name: str) -> Any:
-        # What the router may ask of a memory besides a search (the code memory's `files`,
-        # `fallback`): the memory's own.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.made, name)
+    def files(self, question: str, count: int, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+        return self.made.files(question, count, intents)
+
+    def candidates(self, question: str, count: int) -> list[NodeWithScore]:
+        return self.made.candidates(question, count)
+
+    @property
+    def fallback(self) -> str | None:
+        return self.made.fallback if self._made is not None else None
 
     def search(self, question: str) -> list[NodeWithScore]:
         return self.made.search(question)

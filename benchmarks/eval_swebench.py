@@ -43,7 +43,8 @@ from arela_index.indexing.languages import is_doc
 from arela_index.indexing.scanner import scan_repository
 from arela_index.llm.static_embedding import StaticEmbedding, default_static_embedding
 from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.code import CodeStore
+from arela_index.stores.embedding import EmbeddingInfo
 
 Ask = Callable[[str], list[NodeWithScore]]
 

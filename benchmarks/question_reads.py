@@ -22,7 +22,7 @@ MODULES = (
     "query/grading.py",
     "query/rewrite.py",
     "text/entities.py",
-    "selectors/evidence.py",
+    "policy/evidence.py",
     "selectors/prototypes.py",
     "selectors/arela_selector.py",
     "retrievers/router.py",
@@ -40,7 +40,7 @@ ANALYSES = (
     "text/question.py:content_terms",
     "text/question.py:of",
     # its time limit and the people it names
-    "text/timephrases.py:resolve_time",
+    "text/timephrases.py:resolve",
     "text/timephrases.py:__init__",
     "retrievers/audit.py:_named_authors",
     "text/question.py:named_authors",

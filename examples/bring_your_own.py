@@ -34,7 +34,9 @@ from arela_index import ArelaIndex
 from arela_index.query.answers import citation
 
 THIS_REPOSITORY = Path(__file__).resolve().parent.parent
-CUTOFF = 0.9  # SimilarityPostprocessor keeps nodes whose graded score is at least this
+# SimilarityPostprocessor keeps nodes whose graded score (the relevance model's probability) is
+# at least this: the better half of what arela kept, for an LLM with a small context.
+CUTOFF = 0.6
 
 
 class HashingEmbedding(BaseEmbedding):

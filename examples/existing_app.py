@@ -19,7 +19,7 @@ from llama_index.core.retrievers import BaseRetriever
 
 from arela_index import ArelaIndex
 from arela_index.query.answers import citation
-from arela_index.query.trace import Trace
+from arela_index.trace import Trace
 
 THIS_REPOSITORY = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.llm.ollama import Rest
 from arela_index.nodes import fresh
+from arela_index.policy.intents import PROCEDURAL
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.selectors.intents import PROCEDURAL
 from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code import CodeStore, embedding_failure
 from arela_index.stores.code_search import RRF_K, chunk_terms, fuse

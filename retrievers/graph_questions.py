@@ -8,12 +8,13 @@ evidence first (backticked, dotted and identifier-shaped names, then paths, then
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
-from arela_index.selectors.reports import REPORT_WORDS
 from arela_index.stores.graph import GraphStore
 from arela_index.text.question import Question
+from arela_index.text.shape import REPORT_WORDS
 
 RELATIONS = (
     "path",
@@ -215,21 +216,32 @@ def narrow(entity: Entity, relation: str, store: GraphStore, question: str = "")
     is spelled as asked, or alone lives outside tests, examples and docs."""
     if not entity.ambiguous:
         return entity
-    kinds = {c: (store.symbol(c) or {}).get("kind") for c in entity.candidates}
-    wanted = _said_kind(question, entity.mention) or _WANTED.get(relation)
-    kept = [
-        c for c in entity.candidates if wanted is None or kinds[c] in wanted
-    ] or entity.candidates
-    namesakes = {c.rpartition(".")[0] for c in kept if kinds[c] in CLASS_KINDS}
-    kept = [c for c in kept if not (kinds[c] == "module" and c in namesakes)] or kept
+    kept = _of_kind(entity, relation, store, question)
     last = entity.mention.replace("::", ".").rpartition(".")[2]
     for best in (
         lambda c: c.rpartition(".")[2] == last,
         lambda c: not _ASIDE.search("/" + str((store.symbol(c) or {}).get("path", ""))),
     ):
-        if len(kept) > 1:
-            kept = [c for c in kept if best(c)] or kept
+        kept = _fewer(kept, best)
     return Entity(entity.mention, kept, entity.how)
+
+
+def _of_kind(entity: Entity, relation: str, store: GraphStore, question: str) -> list[str]:
+    """The candidates of the kind the question or the relation is about; a module named after
+    its class (`Log.java` defining `Log`) stands for that class."""
+    kinds = {c: (store.symbol(c) or {}).get("kind") for c in entity.candidates}
+    wanted = _said_kind(question, entity.mention) or _WANTED.get(relation)
+    kept = [c for c in entity.candidates if wanted is None or kinds[c] in wanted]
+    kept = kept or entity.candidates
+    namesakes = {c.rpartition(".")[0] for c in kept if kinds[c] in CLASS_KINDS}
+    return [c for c in kept if not (kinds[c] == "module" and c in namesakes)] or kept
+
+
+def _fewer(candidates: list[str], best: Callable[[str], bool]) -> list[str]:
+    """The candidates that are `best`, if several are left and any is."""
+    if len(candidates) <= 1:
+        return candidates
+    return [c for c in candidates if best(c)] or candidates
 
 
 # Where code lives that is not the repository's own API: a name defined there and in the
@@ -311,11 +323,13 @@ def _scoped(entities: list[Entity]) -> list[Entity]:
     settled = {e.candidates[0] for e in names if not e.ambiguous}
     out: list[Entity] = []
     for entity in names:
-        if entity.ambiguous:
-            if settled & set(entity.candidates):
-                continue
-            inside = [c for c in entity.candidates if any(c.startswith(m + ".") for m in modules)]
-            if inside:
-                entity = Entity(entity.mention, inside, entity.how)
-        out.append(entity)
+        if entity.ambiguous and settled & set(entity.candidates):
+            continue
+        out.append(_inside(entity, modules) if entity.ambiguous else entity)
     return out
+
+
+def _inside(entity: Entity, modules: list[str]) -> Entity:
+    """The candidates defined in one of the modules, if any is."""
+    inside = [c for c in entity.candidates if any(c.startswith(m + ".") for m in modules)]
+    return Entity(entity.mention, inside, entity.how) if inside else entity

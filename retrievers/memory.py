@@ -31,6 +31,22 @@ class MemoryRetriever(BaseRetriever):
         """This memory's fresh nodes for `question`, scores in [0, 1]; nothing found gives []."""
         raise NotImplementedError  # not abstract: LlamaIndex would wrap each one in a span
 
+    def files(self, question: str, count: int, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+        """The best node of each of the `count` best files, for a memory that ranks files (the
+        code memory); none for the others."""
+        return []
+
+    def candidates(self, question: str, count: int) -> list[NodeWithScore]:
+        """The `count` first passages of a memory that ranks passages by words (the code
+        memory), unscored: what the sentence model compares a question with; none otherwise."""
+        return []
+
+    @property
+    def fallback(self) -> str | None:
+        """Why the last query was answered in a lesser way (the code memory going sparse-only),
+        or None."""
+        return None
+
     def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         """`search` for a question already read (the router's way in): a memory that reads what
         a question names takes it from `question` instead of reading the text again, and may

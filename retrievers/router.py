@@ -23,13 +23,14 @@ from llama_index.core.tools import RetrieverTool, ToolMetadata
 
 from arela_index.errors import ArelaError, IndexProblem
 from arela_index.nodes import distinct_spans, fresh, normalise
-from arela_index.query.steps import Call, Steps, arun, run
-from arela_index.query.trace import Trace
+from arela_index.policy.decisions import Route
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
+from arela_index.steps import Call, Steps, arun, run
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.trace import Trace
 from arela_index.workers import offload
 
 log = logging.getLogger("arela_index")
@@ -94,18 +95,25 @@ class ArelaRouterRetriever(RouterRetriever):
     # -- the public surface ---------------------------------------------------------------
 
     @property
+    def selector(self) -> BaseSelector:
+        return self._selector
+
+    @property
     def memory_names(self) -> list[str]:
         """The memories among the router's tools, in tool order."""
         return list(dict.fromkeys(m for m in self._memory_of.values() if m))
 
     def retrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
         """The nodes and the trace (the only answer when the question is out of scope)."""
-        return run(self.route_steps(Question.read(query, empty_ok=True)))
+        nodes, _, trace = run(self.route_steps(Question.read(query, empty_ok=True)))
+        return nodes, trace
 
-    def route_steps(self, question: Question) -> Steps[tuple[list[NodeWithScore], Trace]]:
-        """Route the question, then retrieve from the memories chosen: the trace starts here."""
+    def route_steps(self, question: Question) -> Steps[tuple[list[NodeWithScore], Route, Trace]]:
+        """Route the question, then retrieve from the memories chosen: the route (what the loop
+        reads) and the trace (what it records) start here."""
+        route: Route | None = None
         if isinstance(self._selector, ArelaSelector):
-            trace = yield from self._selector.route_steps(question, self._metadatas)
+            route, trace = yield from self._selector.decide_steps(question, self._metadatas)
         else:
             selector, bundle = self._selector, question.bundle()
             started = time.perf_counter()
@@ -117,9 +125,11 @@ class ArelaRouterRetriever(RouterRetriever):
             trace.picks = list(dict(zip(result.inds, result.reasons, strict=True)).items())
             trace.timings_ms["route"] = round((time.perf_counter() - started) * 1000, 3)
         self._record(trace)
+        if route is None:  # another selector's: where it sent the question, and nothing more
+            route = Route((), tuple(trace.memory_names))
         indexes = [i for i, _ in trace.picks]
-        nodes = yield from self.fetch_steps(indexes, question, trace, trace.compared)
-        return nodes, trace
+        nodes = yield from self.fetch_steps(indexes, question, trace, route.compared)
+        return nodes, route, trace
 
     def fetch_steps(
         self,
@@ -142,13 +152,15 @@ class ArelaRouterRetriever(RouterRetriever):
                 found = (yield from parts[0].steps(bundle)) if parts else []
         return self._finish(found)
 
-    def files_steps(self, query: Question, trace: Trace, count: int) -> Steps[list[NodeWithScore]]:
+    def files_steps(
+        self, query: Question, trace: Trace, count: int, intents: Sequence[str] = ()
+    ) -> Steps[list[NodeWithScore]]:
         """The code memory's best chunk of each of its `count` best files (none without a code
         memory that ranks files): what pads an answer that ranks files."""
-        files = getattr(self._code, "files", None)
-        if files is None:
+        code = self._code
+        if code is None:
             return []
-        intents = trace.intent_names
+        files = code.files
         with trace.time("retrieve:files"):
             return (
                 yield Call(
@@ -162,9 +174,10 @@ class ArelaRouterRetriever(RouterRetriever):
     ) -> Steps[list[NodeWithScore]]:
         """The code memory's `count` first chunks by its sparse ranking, unscored (none without
         a code memory that ranks chunks): what a question's meaning is compared with."""
-        candidates = getattr(self._code, "candidates", None)
-        if candidates is None:
+        code = self._code
+        if code is None:
             return []
+        candidates = code.candidates
         with trace.time("retrieve:candidates"):
             return (
                 yield Call(
@@ -174,9 +187,11 @@ class ArelaRouterRetriever(RouterRetriever):
             )
 
     @property
-    def _code(self) -> BaseRetriever | None:
+    def _code(self) -> MemoryRetriever | None:
+        """The code memory's retriever, when it is one of ours (a stock one ranks no files)."""
         index = next((i for i, m in self._memory_of.items() if m == "code"), None)
-        return self._retrievers[index] if index is not None else None
+        found = self._retrievers[index] if index is not None else None
+        return found if isinstance(found, MemoryRetriever) else None
 
     # -- BaseRetriever ----------------------------------------------------------------------
 
@@ -310,8 +325,8 @@ class _Part(BaseRetriever):
                 return []
         # A memory that degrades instead of failing (the code memory going sparse-only when its
         # embedder fails) says why in `fallback`; the trace must say so too.
-        why = getattr(inner, "fallback", None)
-        if isinstance(why, str):
+        why = inner.fallback if isinstance(inner, MemoryRetriever) else None
+        if why is not None:
             trace.add_step("fallback", stage="dense", memory=self._label, why=why)
         # Another tool's nodes may be its stored ones: the route marks its own copies.
         return [n if isinstance(inner, MemoryRetriever) else fresh(n.node, n.score) for n in found]

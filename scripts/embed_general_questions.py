@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from arela_index.llm.sentence_model import SentenceModel
-from arela_index.query.general import DATA, texts
+from arela_index.policy.general import DATA, texts
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ fails to produce a route: stage 3's failures fall back to the best answer of sta
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SingleSelection
@@ -21,16 +21,9 @@ from llama_index.core.tools.types import ToolMetadata
 from pydantic import ConfigDict, Field
 
 from arela_index.errors import ArelaError
-from arela_index.query.steps import Steps, arun, run
-from arela_index.query.trace import Trace
-from arela_index.selectors.by_description import stock_picks
-from arela_index.selectors.evidence import (
-    Entities,
-    RepoTerms,
-    compared_entities,
-    read_entities,
-)
-from arela_index.selectors.intents import (
+from arela_index.policy.decisions import OUT, QueryPolicy, Route, Scope
+from arela_index.policy.evidence import Entities
+from arela_index.policy.intents import (
     COMPARATIVE,
     CONCEPTUAL,
     FACTUAL,
@@ -39,9 +32,14 @@ from arela_index.selectors.intents import (
     OUT_OF_SCOPE,
     PRIMARY_MEMORY,
     PROCEDURAL,
-    STRONG,
     SUBSTITUTE,
     TEMPORAL,
+)
+from arela_index.policy.repository import Repository
+from arela_index.selectors.by_description import described, stock_picks
+from arela_index.selectors.compared import compared_entities
+from arela_index.selectors.intents import (
+    STRONG,
     Cue,
     RuleEvidence,
     clauses,
@@ -49,7 +47,7 @@ from arela_index.selectors.intents import (
 )
 from arela_index.selectors.llm_stage import DEFAULT_PROMPT, PROMPT_VARIABLES, LLMStage, LLMVerdict
 from arela_index.selectors.prototypes import Prototypes
-from arela_index.selectors.reports import Reading, heed, read_question
+from arela_index.selectors.reports import heed
 from arela_index.selectors.tools import (
     closest_tool,
     description_terms,
@@ -57,10 +55,13 @@ from arela_index.selectors.tools import (
     memory_of,
     named_tool,
 )
+from arela_index.steps import Steps, arun, run
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
+from arela_index.text.shape import Reading, read_question
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.trace import Trace
 from arela_index.workers import offload
 
 # A small model's word is worth about as much as a clear prototype match, not a rule.
@@ -86,6 +87,7 @@ class _Draft:
     choices: list[ToolMetadata] | None
     tools: dict[str, int] | None
     started: float
+    scope: Scope
 
 
 class ArelaSelector(BaseSelector):
@@ -105,7 +107,7 @@ class ArelaSelector(BaseSelector):
         embed_model: BaseEmbedding | None = None,
         confidence_threshold: float = 0.6,
         llm_cooldown: float = 30.0,
-        written: Callable[[str], float] | None = None,
+        policy: QueryPolicy | None = None,
     ) -> None:
         unknown = sorted(set(available) - set(MEMORIES))
         if unknown:
@@ -119,13 +121,9 @@ class ArelaSelector(BaseSelector):
         self.vocabulary = vocabulary
         self.available = tuple(m for m in MEMORIES if m in set(available))
         self.confidence_threshold = confidence_threshold
-        # `written`: the share of the repository's chunks that use a word (ArelaIndex passes the
-        # code memory's counts): a question's word may be the repository's though no name uses it.
-        self._terms = (
-            RepoTerms.read(vocabulary, written)
-            if vocabulary is not None
-            else RepoTerms({}, written=written)
-        )
+        # Scope is the policy's (ArelaIndex passes its own, with the code memory's counts and the
+        # sentence model); without one, a policy over the vocabulary's names alone.
+        self.policy = policy or QueryPolicy(Repository.of(vocabulary))
         self._prototypes = Prototypes(embed_model=embed_model)
         self._prompt: BasePromptTemplate = DEFAULT_PROMPT
         self._llm = LLMStage(llm, self._prompt, llm_cooldown) if llm is not None else None
@@ -188,15 +186,23 @@ class ArelaSelector(BaseSelector):
         self, question: Question, choices: Sequence[ToolMetadata | str] | None = None
     ) -> Steps[Trace]:
         """`route`, for a sync or an async runner: embeddings and the model are waited on."""
+        _, trace = yield from self.decide_steps(question, choices)
+        return trace
+
+    def decide_steps(
+        self, question: Question, choices: Sequence[ToolMetadata | str] | None = None
+    ) -> Steps[tuple[Route, Trace]]:
+        """The route (what the query loop reads) and the trace that records it."""
         draft = self._read(question, choices)
         if draft.route.intents:
             return self._finish(draft)
         with draft.route.time("prototypes"):
-            sims: dict[str, float] = {}
-            if draft.entities.in_scope:
-                sims = yield from self._prototypes.similarity_steps(
-                    question.text, question.mentions, self._terms, notes=draft.route.notes
-                )
+            sims = yield from self._prototypes.similarity_steps(
+                question.text,
+                question.mentions,
+                self.policy.repository.names,
+                notes=draft.route.notes,
+            )
         if self._weigh(draft, sims) or self._llm is None:
             return self._finish(draft)
         verdict = yield from self._llm.ask_steps(
@@ -207,40 +213,23 @@ class ArelaSelector(BaseSelector):
     # Stage 1: entities, scope and phrasing rules.
     def _read(self, question: Question, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
         started = time.perf_counter()
-        text = question.text
-        reading = read_question(question.lines or text)
-        route = Trace(question=text, stage="rules", report=reading.report)
-        metas = tools = None
-        if choices is not None:
-            metas = [
-                c if isinstance(c, ToolMetadata) else ToolMetadata(description=c) for c in choices
-            ]
-            tools = memory_indexes(metas)
+        reading = read_question(question.lines or question.text)
+        route = Trace(question=question.text, stage="rules", report=reading.report)
+        metas, tools = _tools(choices)
         available = [m for m in self.available if tools is None or m in tools]
-        terms = self._terms
-        if metas and len(tools or ()) < len(metas):
-            # Tools that are no memory define their own scope: the words they describe.
-            terms = terms | description_terms(
-                m for i, m in enumerate(metas) if i not in (tools or {}).values()
-            )
         with route.time("rules"):
-            entities = read_entities(question, self.vocabulary, terms)
+            policy = self._policy_for(metas, tools)
+            read = policy.read(question)
+            entities = read.entities
             route.entities, route.written = entities.known, entities.written
-            prose = reading.prose
-            # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
-            authors = [] if reading.report else self._author_cues(prose, entities)
-            rules = heed(read_rules(prose, authors), reading)
-            if not rules.cues:
-                rules.cues.extend(self._naming_cues(text, entities))
-                rules = heed(read_rules(prose, rules.cues), reading)
-        draft = _Draft(route, entities, rules, reading, available, metas, tools, started)
-        if not entities.in_scope:
-            route.needs_llm = entities.scope > 0
-            if entities.scope == 0 or self._llm is None:
-                route.intents = [(OUT_OF_SCOPE, 0.95 if entities.scope == 0 else 0.7)]
-                route.notes.append(
-                    entities.doubt or "nothing in the question relates to the repository"
-                )
+            scope = policy.scope_by_words(read)
+            if not scope.out and metas and not self.policy.repository.size:
+                scope = policy.scope_among_tools(read, [described(m) for m in metas])
+            rules = self._rules(question, entities, reading)
+        draft = _Draft(route, entities, rules, reading, available, metas, tools, started, scope)
+        if scope.out:
+            route.intents = [(OUT_OF_SCOPE, round(1 - (scope.probability or 0.05), 2))]
+            route.notes.append(scope.why)
             return draft
         strong = rules.strong()
         if strong:
@@ -250,6 +239,28 @@ class ArelaSelector(BaseSelector):
             route.intents = [(FACTUAL, 0.8)]
             route.notes.append(reading.note)
         return draft
+
+    def _policy_for(
+        self, metas: list[ToolMetadata] | None, tools: dict[str, int] | None
+    ) -> QueryPolicy:
+        """The policy, or for tools that are no memory one whose repository also uses the words
+        those tools describe themselves with (they define their own scope)."""
+        if not metas or len(tools or ()) >= len(metas):
+            return self.policy
+        own = description_terms(m for i, m in enumerate(metas) if i not in (tools or {}).values())
+        repository = self.policy.repository
+        names = repository.names | own
+        return QueryPolicy(Repository(repository.vocabulary, names, repository.text))
+
+    def _rules(self, question: Question, entities: Entities, reading: Reading) -> RuleEvidence:
+        prose = reading.prose
+        # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
+        authors = [] if reading.report else self._author_cues(prose, entities)
+        rules = heed(read_rules(prose, authors), reading)
+        if not rules.cues:
+            rules.cues.extend(self._naming_cues(question.text, entities))
+            rules = heed(read_rules(prose, rules.cues), reading)
+        return rules
 
     def _author_cues(self, text: str, entities: Entities) -> list[Cue]:
         parts = [p.lower() for p in clauses(text)]
@@ -266,7 +277,8 @@ class ArelaSelector(BaseSelector):
         named = (*entities.mentions.names, *entities.mentions.paths)
         mentioned = {p for n in named for p in words(n.lower())}
         content = [w for w in words(text.lower()) if w not in STOPWORDS and w not in mentioned]
-        leftover = [w for w, s in zip(content, stem(content), strict=True) if s not in self._terms]
+        names = self.policy.repository.names
+        leftover = [w for w, s in zip(content, stem(content), strict=True) if s not in names]
         if entities.known and len(leftover) <= 2:
             return [Cue(FACTUAL, STRONG, f"names {entities.known[0]} and asks nothing else", 0)]
         if content and not leftover:
@@ -276,8 +288,6 @@ class ArelaSelector(BaseSelector):
     # Stage 2: rules' hints plus prototype similarity. True when confident enough to stop.
     def _weigh(self, draft: _Draft, sims: dict[str, float]) -> bool:
         route = draft.route
-        if not draft.entities.in_scope:
-            return False
         combined = {i: draft.rules.scores.get(i, 0.0) + sims.get(i, 0.0) for i in PRIMARY_MEMORY}
         if draft.reading.describes and TEMPORAL not in draft.rules.scores:
             combined[TEMPORAL] = 0.0  # history is for questions that ask for it
@@ -327,7 +337,7 @@ class ArelaSelector(BaseSelector):
             ]
         return draft
 
-    def _finish(self, draft: _Draft) -> Trace:
+    def _finish(self, draft: _Draft) -> tuple[Route, Trace]:
         route = draft.route
         if route.intent_names != [OUT_OF_SCOPE]:
             self._code_too(draft)
@@ -338,7 +348,18 @@ class ArelaSelector(BaseSelector):
             route.memories = []
         route.picks = self._picks(draft)
         route.timings_ms["route"] = round((time.perf_counter() - draft.started) * 1000, 3)
-        return route
+        scope = draft.scope
+        if route.out_of_scope and not scope.out:  # the model's verdict
+            scope = Scope(OUT, reasons=tuple(route.notes[-1:]), by="llm")
+        decided = Route(
+            tuple(route.intent_names),
+            tuple(route.memory_names),
+            tuple(route.compared),
+            draft.reading.report,
+            scope,
+            route.stage == "llm",
+        )
+        return decided, route
 
     def _plan(self, draft: _Draft) -> list[tuple[str, str]]:
         chosen: dict[str, str] = {}
@@ -373,10 +394,8 @@ class ArelaSelector(BaseSelector):
         guessed = route.needs_llm and route.stage == "prototypes"
         # "who broke parse_cron?" is a symptom that asks for history: history answers it.
         symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
-        if (
-            not draft.entities.about_code
-            or not (draft.reading.long or symptom or guessed)
-            or any(PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names)
+        if not (draft.reading.long or symptom or guessed) or any(
+            PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names
         ):
             return
         readers = [i for i in (FACTUAL, CONCEPTUAL, PROCEDURAL) if draft.rules.scores.get(i)]
@@ -435,3 +454,13 @@ def _rule_confidence(cue: Cue, rules: RuleEvidence) -> float:
     rivals = [c.weight for c in rules.cues if c.clause == cue.clause and c.intent != cue.intent]
     rival = max(rivals, default=0.0)
     return round(min(0.97, 0.8 + 0.1 * cue.weight) * (1 - 0.3 * min(1.0, rival / cue.weight)), 2)
+
+
+def _tools(
+    choices: Sequence[ToolMetadata | str] | None,
+) -> tuple[list[ToolMetadata] | None, dict[str, int] | None]:
+    """The choices as tool metadata, and each memory's tool index."""
+    if choices is None:
+        return None, None
+    metas = [c if isinstance(c, ToolMetadata) else ToolMetadata(description=c) for c in choices]
+    return metas, memory_indexes(metas)

@@ -19,9 +19,9 @@ import numpy as np
 from llama_index.core.tools.types import ToolMetadata
 
 from arela_index.errors import ArelaError
-from arela_index.query.trace import Trace
-from arela_index.selectors.intents import MEMORIES
+from arela_index.policy.intents import MEMORIES
 from arela_index.selectors.tools import closest_tool, memory_of
+from arela_index.trace import Trace
 
 # How near (cosine) a question must come to a tool's description to be that tool's: the bar the
 # meaning check set for a question and a passage on this model (under it, no in-scope question
@@ -46,22 +46,33 @@ def stock_picks(
         return picks
     memories = {i: memory_of(tool) for i, tool in enumerate(tools)}
     others = {i for i, memory in memories.items() if memory is None}
-    allowed = [i for i, memory in memories.items() if memory is None or memory in available]
     names_code = bool(route.entities or route.written)
-    if picks and (names_code or not others or any(i in others for i, _ in picks)):
+    if picks and (names_code or not others or _any_of(picks, others)):
         return picks
-    candidates = allowed or list(memories)
-    cosines = _cosines(route.question, tools)
+    allowed = [i for i, memory in memories.items() if memory is None or memory in available]
+    best, said = _closest(route.question, tools, allowed or list(memories))
+    if best in others and not names_code and said.startswith("meaning"):
+        return [(best, f"closest description by {said}")]
+    return picks or [(best, _out_of_scope(route, f"the closest description by {said}"))]
+
+
+def _closest(
+    question: str, tools: Sequence[ToolMetadata], candidates: list[int]
+) -> tuple[int, str]:
+    """The candidate tool nearest the question, and how: "meaning: …" when the sentence model
+    puts it at least `NEAR_ENOUGH` away, "words" without the model, "a weak meaning" else."""
+    cosines = _cosines(question, tools)
     if cosines is None:  # no sentence model: the description that shares most words
-        index, overlap = closest_tool(route.question, [tools[i] for i in candidates])
-        said = f"the closest description shares most words ({overlap:.2f})"
-        return picks or [(candidates[index], _out_of_scope(route, said))]
-    cosines[[i not in candidates for i in memories]] = -np.inf
+        index, overlap = closest_tool(question, [tools[i] for i in candidates])
+        return candidates[index], f"shared words ({overlap:.2f})"
+    cosines[[i not in candidates for i in range(len(tools))]] = -np.inf
     best = int(np.argmax(cosines))
     said = f"{_name(tools, best)} ({cosines[best]:.2f}{_next(tools, cosines, best)})"
-    if best in others and not names_code and cosines[best] >= NEAR_ENOUGH:
-        return [(best, f"closest description by meaning: {said}")]
-    return picks or [(best, _out_of_scope(route, f"the closest description by meaning: {said}"))]
+    return best, f"{'meaning' if cosines[best] >= NEAR_ENOUGH else 'a weak meaning'}: {said}"
+
+
+def _any_of(picks: list[tuple[int, str]], tools: set[int]) -> bool:
+    return any(i in tools for i, _ in picks)
 
 
 def _out_of_scope(route: Trace, closest: str) -> str:
@@ -77,8 +88,8 @@ def _cosines(question: str, tools: Sequence[ToolMetadata]) -> np.ndarray | None:
         model = SentenceModel.shared()
     except ArelaError:
         return None
-    described = np.stack([_vector(model, _described(tool)) for tool in tools])
-    return np.asarray(described @ model.embed([question])[0])
+    vectors = np.stack([_vector(model, described(tool)) for tool in tools])
+    return np.asarray(vectors @ model.embed([question])[0])
 
 
 @lru_cache(maxsize=256)
@@ -87,7 +98,7 @@ def _vector(model: object, text: str) -> np.ndarray:
     return model.embed([text])[0]  # type: ignore[attr-defined]
 
 
-def _described(tool: ToolMetadata) -> str:
+def described(tool: ToolMetadata) -> str:
     return " ".join(f"{tool.name or ''}: {tool.description}".split())
 
 

@@ -19,8 +19,8 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, create_model
 
-from arela_index.query.steps import Steps, structured_call
-from arela_index.selectors.intents import INTENT_MEANINGS, INTENTS
+from arela_index.policy.intents import INTENT_MEANINGS, INTENTS
+from arela_index.steps import Steps, structured_call
 
 DEFAULT_PROMPT = PromptTemplate(
     "You route one developer question about a single code repository to the memories that can "

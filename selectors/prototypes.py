@@ -18,8 +18,7 @@ from itertools import pairwise
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from arela_index.llm.ollama import Rest, describe_failure
-from arela_index.query.steps import Call, Steps, run
-from arela_index.selectors.intents import (
+from arela_index.policy.intents import (
     COMPARATIVE,
     CONCEPTUAL,
     FACTUAL,
@@ -27,6 +26,7 @@ from arela_index.selectors.intents import (
     STRUCTURAL,
     TEMPORAL,
 )
+from arela_index.steps import Call, Steps, run
 from arela_index.text.entities import Mentions, extract_mentions
 from arela_index.text.stem import stem
 from arela_index.text.tokens import tokenize

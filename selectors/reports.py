@@ -11,7 +11,6 @@ is "inheritance" or "modifications", so the code memory always reads them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from arela_index.selectors.intents import (
     COMPARATIVE,
@@ -21,29 +20,8 @@ from arela_index.selectors.intents import (
     RuleEvidence,
     clauses,
 )
+from arela_index.text.shape import Reading
 
-# Pointed questions ("who calls X?", "what changed in cart.ts last week?") take under 15 words;
-# longer ones describe behaviour and name what they ask about by description.
-LONG_WORDS = 15
-# A paste with no code block or traceback is still a report when it is this long.
-REPORT_WORDS = 80
-
-_FENCE = re.compile(r"```.*?(?:```|\Z)|<details>.*?(?:</details>|\Z)", re.S | re.I)
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\bFile \"[^\"\n]+\", line \d+")
-# Lines that are output or code, not prose: traceback frames and the source line under them,
-# pytest's `E ` and `>` lines, prompts, log records, tables, rules, indented code.
-_OUTPUT_LINE = re.compile(
-    r"^(?:\s*(?:Traceback|File \"|E\s|>|\$ |INTERNALERROR|\|)|\s{4,}\S|\t|\s*[-=*_#~]{3,}\s*$|"
-    r"\s*\[?\d{4}-\d{2}-\d{2}|\s*\w+(?:Error|Exception|Warning)\b)"
-)
-# Issue-template headings: "**What happened**:", "### Bug description", "**Expected behavior**".
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s.*|\*\*[^*\n]+\*\*\s*:?\s*)$")
-# A bug's symptom: the question is about what the code does, whatever version it names.
-_SYMPTOM = re.compile(
-    r"\b(?:fails?|failing|failed|raises?|raising|error|errors|exceptions?|crash\w*|ignor\w*|"
-    r"broke|broken|bug|buggy|wrong|regression|hangs?|instead of|no longer|"
-    r"(?:does|do|did|is|are|was|were|can)(?:n't| not))\b"
-)
 # A history ask: who, when, why was, which commit, what changed ("in 8.1.7" and "recent" are not).
 _ASKS_HISTORY = re.compile(
     r"^(?:who|whom|when|why|how (?:has|have|did))\b|\b(?:commits?|committed|blame|history|"
@@ -51,54 +29,6 @@ _ASKS_HISTORY = re.compile(
 )
 # A clause that asks for history around a dating cue: "what broke in the worker last week?".
 _ASKING_CLAUSE = re.compile(r"^(?:who|when)\b|\bwhat (?:has |have )?(?:changed|broke)\b")
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How a question is read: `prose` is the text phrasing rules see.
-
-    >>> read_question("Crash\\n\\n```\\nTraceback (most recent call last):\\n```\\nSee above.").report
-    True
-    """
-
-    prose: str
-    report: bool
-    long: bool
-    symptom: bool = False
-
-    @property
-    def describes(self) -> bool:
-        """About what code does: history and comparisons must be asked for, code is searched."""
-        return self.long or self.symptom
-
-    @property
-    def note(self) -> str:
-        if self.report:
-            return "a pasted report (code, traceback or several paragraphs): a question about code"
-        if not self.long:
-            return "a bug's symptom: a question about what the code does"
-        return f"a long question (over {LONG_WORDS} words): the code memory reads it too"
-
-
-def read_question(question: str) -> Reading:
-    """Tell a pasted report or a long question from a short ask, and keep the prose to read."""
-    size = len(question.split())
-    fenced = bool(_FENCE.search(question) or _TRACEBACK.search(question))
-    paragraphs = len([p for p in re.split(r"\n\s*\n", question) if p.strip()])
-    report = fenced or size > REPORT_WORDS or (paragraphs > 1 and size > LONG_WORDS)
-    if not report:
-        flat = " ".join(question.split())
-        return Reading(flat, False, size > LONG_WORDS, bool(_SYMPTOM.search(flat)))
-    sentences = []
-    for paragraph in re.split(r"\n\s*\n", _FENCE.sub("\n\n", question)):
-        kept = [
-            line.strip()
-            for line in paragraph.splitlines()
-            if line.strip() and not _OUTPUT_LINE.match(line) and not _HEADING.match(line)
-        ]
-        if kept:  # a paragraph ends a sentence: template sections must not glue clauses together
-            sentences.append(" ".join(kept).rstrip(".;:") + ".")
-    return Reading(" ".join(sentences), True, True, True)
 
 
 def heed(rules: RuleEvidence, reading: Reading) -> RuleEvidence:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from llama_index.core.tools.types import ToolMetadata
 
-from arela_index.selectors.intents import MEMORIES
+from arela_index.policy.intents import MEMORIES
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, tokenize
 

@@ -24,7 +24,7 @@ CHECK = (
     "from arela_index import RelevanceGrader, ArelaIndex; "
     "print(selectors.__file__); print(s.__file__); print(r.__file__)"
 )
-SUBPACKAGES = ("cli", "indexing", "llm", "parsing", "query", "stores", "text")
+SUBPACKAGES = ("cli", "indexing", "llm", "parsing", "policy", "query", "stores", "text")
 
 
 def _run(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
@@ -170,3 +170,23 @@ def test_installed_wheel_imports_without_shadowing(tmp_path: Path) -> None:
     assert stdlib_selectors.startswith(STDLIB)
     assert ours.startswith(str(target / "arela_index" / "selectors"))
     assert retrievers.startswith(str(target / "arela_index" / "retrievers"))
+
+
+def test_the_decisions_sit_below_the_selector_and_the_query_loop() -> None:
+    """Data flows one way: the query loop uses the router, the selector and the policy; none of
+    them imports the loop, and the policy imports neither the selector nor the retrievers."""
+    modules = _modules()
+    above = {
+        "arela_index.selectors": ("arela_index.query",),
+        "arela_index.retrievers": ("arela_index.query",),
+        "arela_index.policy": (
+            "arela_index.query",
+            "arela_index.selectors",
+            "arela_index.retrievers",
+        ),
+    }
+    for name, path in modules.items():
+        for package, forbidden in above.items():
+            if name.startswith(package + "."):
+                reached = [t for t in _imported(name, path, modules) if t.startswith(forbidden)]
+                assert reached == [], f"{name} imports {reached}"

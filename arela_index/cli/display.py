@@ -8,7 +8,7 @@ from typing import Any
 from llama_index.core.schema import NodeWithScore
 
 from arela_index.query.answers import citation
-from arela_index.query.trace import Trace
+from arela_index.trace import Trace
 
 
 class Answer:

@@ -33,7 +33,7 @@ from arela_index.indexing.persist import (
 )
 from arela_index.indexing.scanner import git, resolve_root
 from arela_index.llm.sentence_model import SentenceModel
-from arela_index.query.general import GeneralQuestions
+from arela_index.policy.general import GeneralQuestions
 
 PROBLEMS = ("warn", "fail")
 
@@ -233,7 +233,7 @@ def _embedding_check(
     manifest: Manifest, config: ArelaConfig, ollama_status: Any, reembed: str
 ) -> Check:
     from arela_index.llm.ollama import has_model
-    from arela_index.stores.code import EmbeddingInfo
+    from arela_index.stores.embedding import EmbeddingInfo
 
     info = EmbeddingInfo(**manifest.embedding) if manifest.embedding else None
     ollama_embeds = (

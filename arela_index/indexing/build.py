@@ -40,8 +40,9 @@ from arela_index.indexing.persist import (
 from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import EmbeddingPlan, Runtime, say_offline_once
 from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
-from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
+from arela_index.stores.embedding import EmbeddingInfo
 
 if TYPE_CHECKING:
     from arela_index.stores.graph import GraphStore

@@ -23,7 +23,7 @@ from arela_index.indexing.persist import Manifest
 from arela_index.indexing.scanner import examine_paths, git, git_head, listed_paths
 from arela_index.llm.runtime import EmbeddingPlan, Runtime, embedding_key, plan_embedding
 from arela_index.parsing.symbols import PARSER_VERSION
-from arela_index.stores.code import EmbeddingInfo
+from arela_index.stores.embedding import EmbeddingInfo
 
 SNAPSHOT_FILE = "worktree.json"
 _RACY_NS = 1_000_000_000  # files modified this close to the snapshot are always read again

@@ -25,7 +25,7 @@ from arela_index.indexing.freshness import Snapshot, file_key
 from arela_index.indexing.persist import Manifest, rebuild_command
 from arela_index.indexing.scanner import examine_paths
 from arela_index.query.answers import citation
-from arela_index.query.trace import Trace
+from arela_index.trace import Trace
 
 # Why a file cannot be read as the build's, its lines when read, whether its content changed.
 _Verdict = tuple[str | None, list[str] | None, bool]

@@ -12,7 +12,7 @@ from llama_index.core.embeddings import MockEmbedding
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, IndexProblem
-from arela_index.stores.code import EmbeddingInfo
+from arela_index.stores.embedding import EmbeddingInfo
 
 if TYPE_CHECKING:
     from arela_index.llm.ollama import OllamaStatus

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from arela_index.errors import ArelaError
 from arela_index.mcp.workspace import Chosen, Workspace, known_paths
 from arela_index.stores.graph_resolve import EXTERNAL
-from arela_index.text.timephrases import resolve_time
+from arela_index.text.timephrases import TimePhrases
 
 if TYPE_CHECKING:
     # What reaches LlamaIndex is imported by the tools when first called: the server lists
@@ -361,7 +361,7 @@ def _since(audit: AuditStore, since: str | None) -> tuple[CommitFilter, str | No
 
     if not since:
         return CommitFilter(), None
-    window = resolve_time(f"since {since}", audit.newest_date(), audit.tags())
+    window = TimePhrases(f"since {since}").resolve(audit.newest_date(), audit.tags())
     if window is None:
         raise ArelaError(
             f"cannot read since={since!r} as a time: give a date (2024-03-01), a tag (v1.2) or "

@@ -295,6 +295,17 @@ def _first_comment_line(text: str) -> str | None:
     return None
 
 
+def _call_site(name_node: Node) -> tuple[Node, Node | None]:
+    """The node that stands for a call's name (through wrappers and Kotlin's navigation
+    suffixes), and its parent."""
+    anchor, parent = name_node, name_node.parent
+    if parent is not None and parent.type in _WRAPPERS:
+        anchor, parent = parent, parent.parent
+    if parent is not None and parent.type == "navigation_suffix":
+        anchor, parent = parent, parent.parent
+    return anchor, parent
+
+
 class _Extractor:
     def __init__(self, result: FileSymbols, language: str, source: bytes, root: Node) -> None:
         self.result = result
@@ -545,12 +556,7 @@ class _Extractor:
         self, name_node: Node, name: str, cls: str | None, self_name: str | None
     ) -> _Callee:
         """What one call names, as far as this file can tell."""
-        anchor = name_node
-        parent = anchor.parent
-        if parent is not None and parent.type in _WRAPPERS:
-            anchor, parent = parent, parent.parent
-        if parent is not None and parent.type == "navigation_suffix":
-            anchor, parent = parent, parent.parent
+        anchor, parent = _call_site(name_node)
         if parent is not None and parent.type in _CREATION:
             return self._type_ref(name)
         receiver = None
@@ -566,20 +572,26 @@ class _Extractor:
             return _Callee(member, True) if member else _Callee(name, False, owner=cls)
         if obj in _SUPER and cls:
             return _Callee(name, False, owner=cls, inherited_only=True)
-        named = receiver.type in _NAMED_RECEIVERS
-        if self.language == "ruby" and name == "new" and named:
-            return self._type_ref(_clean_name(obj))
-        if named:
-            obj = _clean_name(obj)
-            head, _, rest = obj.partition(".")
-            for known in (self.bindings, self.classes):
-                if head in known:
-                    return _Callee(".".join(p for p in (known[head], rest, name) if p), True)
-            path_like = parent is not None and parent.type in _PATHS
-            if head[:1].isupper() or head in _GLOBALS or path_like:
-                return _Callee(f"{obj}.{name}", False)
+        if receiver.type in _NAMED_RECEIVERS:
+            named = self._named_receiver(_clean_name(obj), name, parent)
+            if named is not None:
+                return named
         # A method of an object whose type this file does not say.
         return _Callee(name, False, member=True)
+
+    def _named_receiver(self, obj: str, name: str, parent: Node | None) -> _Callee | None:
+        """A call on a receiver written as a name (`Foo.bar()`, `mod.f()`, Ruby's `Foo.new`):
+        what this file binds the name to, or the name as written when it looks global."""
+        if self.language == "ruby" and name == "new":
+            return self._type_ref(obj)
+        head, _, rest = obj.partition(".")
+        for known in (self.bindings, self.classes):
+            if head in known:
+                return _Callee(".".join(p for p in (known[head], rest, name) if p), True)
+        path_like = parent is not None and parent.type in _PATHS
+        if head[:1].isupper() or head in _GLOBALS or path_like:
+            return _Callee(f"{obj}.{name}", False)
+        return None
 
     def _bare_call(self, name: str, cls: str | None) -> _Callee:
         if name in self.bindings:

@@ -48,10 +48,10 @@ from arela_index.query.grading import RelevanceGrader
 from arela_index.query.grounding import check_answer
 from arela_index.query.loop import QueryLoop, total
 from arela_index.query.recent import RecentAnswers
-from arela_index.query.steps import Call, Steps, arun, run
-from arela_index.query.trace import Trace
 from arela_index.retrievers.router import ArelaRouterRetriever
+from arela_index.steps import Call, Steps, arun, run
 from arela_index.text.question import Question
+from arela_index.trace import Trace
 from arela_index.workers import offload
 
 ANSWER_PROMPT = PromptTemplate(
@@ -112,9 +112,6 @@ class ArelaRetriever(BaseRetriever):
         if self.check is not None:
             nodes = self.check(nodes, trace)
         return self._remember(query, (nodes, trace))
-
-    async def aretrieve_with_trace(self, query: QueryType) -> tuple[list[NodeWithScore], Trace]:
-        return await offload(self.retrieve_with_trace, query)
 
     def _recalled(self, query: QueryType) -> tuple[list[NodeWithScore], Trace] | None:
         known = self.recent.get(query) if self.recent is not None else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.llms import LLM
@@ -14,25 +15,14 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from arela_index.errors import ArelaError, OllamaUnavailable
 from arela_index.nodes import fresh
-from arela_index.query.node_text import NodeText
-from arela_index.query.steps import Steps, run, structured_call
-from arela_index.query.term_weights import TermWeights
-from arela_index.query.trace import Trace
-from arela_index.selectors.intents import STRUCTURAL, TEMPORAL
+from arela_index.policy.decisions import QueryPolicy, mentions
+from arela_index.policy.repository import Repository
+from arela_index.policy.term_weights import TermWeights
+from arela_index.steps import Steps, run, structured_call
+from arela_index.text.node_text import graded_text
 from arela_index.text.question import Question
+from arela_index.trace import Trace
 
-# How well a memory's kind of answer fits an intent.
-_FIT = {
-    STRUCTURAL: {"graph": 1.0, "code": 0.6, "audit": 0.2},
-    TEMPORAL: {"audit": 1.0, "code": 0.4, "graph": 0.2},
-}
-_DEFAULT_FIT = {"code": 1.0, "graph": 0.6, "audit": 0.3}
-# The offline grade: retriever score, idf-weighted coverage of the question's terms, memory fit.
-# Tuned on 83 labeled questions over pytest and the two test repositories (see bench_query.py):
-# abstention accuracy and hit@5 stay within one question of their best on a plateau around
-# these values (weights 0.2-0.3 / 0.4-0.5 / 0.2-0.3, threshold 0.56-0.66).
-_WEIGHTS = (0.3, 0.5, 0.2)
-_NAME_MISSING = 0.5  # a node that mentions none of the names the question asks about
 GRADE_PROMPT = PromptTemplate(
     "You grade search results for a question about a code repository.\n{passages}\n\n"
     "Question: {question}\n"
@@ -52,24 +42,36 @@ class _Verdicts(BaseModel):
     verdicts: list[_Verdict]
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What grading kept, and whether a model judged it (else the policy's relevance model)."""
+
+    kept: list[NodeWithScore]
+    by_llm: bool = False
+
+
 class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
     """Keep the nodes that answer the question, best first, each scored by its grade in [0, 1].
 
-    Offline a node's grade weighs its retriever score, how much of the question's informative
-    terms it covers (`TermWeights`), and how well its memory fits the intent; a node that mentions
-    none of the names the question asks about is never relevant. With an LLM, one batched
-    structured call decides for the top passages (the offline grade stays the fallback).
+    Offline a node's grade is the policy's relevance model (`policy/decisions.py`): the
+    probability, fitted on labelled questions, that it helps, from its retriever score, how much
+    of the question's informative terms it covers (`TermWeights`), whether it mentions the names
+    the question asks about, and how its memory fits the question's intents; kept from the
+    model's bar up. With an LLM, one batched structured call decides for the top passages (the
+    offline grade stays the fallback); a node that mentions none of the names the question asks
+    about is never relevant.
     It grades whatever retriever found the nodes; retrying is the query loop's (`query/loop.py`).
 
     >>> grader = RelevanceGrader(term_weights=index.term_weights, route=index.selector().route)  # doctest: +SKIP
     >>> kept = grader.postprocess_nodes(bm25.retrieve(q), query_str=q)                          # doctest: +SKIP
     """
 
-    threshold: float = 0.6
+    # Unset: the relevance model's fitted bar; set: from this grade up (a stricter or looser grader).
+    threshold: float | None = None
     llm_passages: int = 8
     _llm: LLM | None = PrivateAttr(default=None)
     _route: Callable[[Question], Trace] | None = PrivateAttr(default=None)
-    _weights: TermWeights = PrivateAttr(default_factory=TermWeights.uniform)
+    _policy: Any = PrivateAttr(default=None)  # QueryPolicy
     _rest: Any = PrivateAttr(default=None)  # ollama.Rest: a failing model is left alone a while
     _prompt: BasePromptTemplate = PrivateAttr(default=GRADE_PROMPT)
 
@@ -78,16 +80,17 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
         llm: LLM | None = None,
         term_weights: TermWeights | None = None,
         route: Callable[[Question], Trace] | None = None,
+        policy: QueryPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         """`route`: a selector's `route`, whose intents say which memory fits (without one every
-        intent counts as factual)."""
+        intent counts as factual); `policy`: the index's (else one over `term_weights`)."""
         super().__init__(**kwargs)
         from arela_index.llm.ollama import Rest
 
         self._llm = llm
         self._route = route
-        self._weights = term_weights or TermWeights.uniform()
+        self._policy = policy or QueryPolicy(Repository.of(None, term_weights))
         self._rest = Rest()
 
     @classmethod
@@ -102,7 +105,12 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
     @property
     def term_weights(self) -> TermWeights:
         """How informative each word is in the repository (uniform without a code memory)."""
-        return self._weights
+        return self._policy.repository.text
+
+    @property
+    def bar(self) -> float:
+        """The grade from which a node is relevant: `threshold`, else the model's fitted bar."""
+        return self.threshold if self.threshold is not None else self._policy.relevance_model.bar
 
     def _get_prompts(self) -> PromptDictType:
         return {"grade_prompt": self._prompt}
@@ -124,8 +132,8 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
             )
         question = Question.read(query_bundle, empty_ok=True)
         intents = self._route(question).intent_names if self._route else []
-        kept = run(self.judge_steps([(question, nodes)], question, intents, Trace()))
-        return [fresh(n.node, n.score, grade=n.score) for n in kept]
+        judged = run(self.judge_steps([(question, nodes)], question, intents, Trace()))
+        return [fresh(n.node, n.score, grade=n.score) for n in judged.kept]
 
     def judge_steps(
         self,
@@ -134,21 +142,11 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
         intents: Sequence[str],
         trace: Trace,
         attempt: int = 0,
-    ) -> Steps[list[NodeWithScore]]:
+    ) -> Steps[Judged]:
         """The relevant nodes of each group, scored by grade, best first, a node once at its best;
         the verdict is a `grade` step of `trace`. The nodes given are not changed."""
         with trace.time("grade"):
-            nodes: list[NodeWithScore] = []
-            graded: list[tuple[float, bool]] = []
-            for query, group in groups:
-                marks = self.graded(group, question, intents)
-                if query.text != question.text:  # a rewrite may have corrected a misspelt name
-                    again = self.graded(group, query, intents)
-                    marks = [
-                        (max(a[0], b[0]), a[1] or b[1]) for a, b in zip(marks, again, strict=True)
-                    ]
-                nodes.extend(group)
-                graded.extend(marks)
+            nodes, graded = self._marked(groups, question, intents)
             verdicts = (
                 (yield from self._llm_verdicts(nodes, question, trace))
                 if self._llm is not None and nodes
@@ -156,18 +154,21 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
             )
             kept: list[NodeWithScore] = []
             for node, (grade, named) in zip(nodes, graded, strict=True):
-                # A model's yes still needs the names asked about: small models say yes a lot.
-                relevant = (
-                    verdicts[node.node.node_id] and named
+                # Relevant needs the names asked about: small models say yes a lot, and a passage
+                # about something else may share every other word.
+                relevant = named and (
+                    verdicts[node.node.node_id]
                     if verdicts and node.node.node_id in verdicts
-                    else grade >= self.threshold
+                    else grade >= self.bar
                 )
                 if relevant:
                     kept.append(NodeWithScore(node=node.node, score=round(grade, 4)))
-            # A graph summary says how many there are: worth keeping only beside what it summarises.
+            # A graph summary says how many there are: worth keeping only beside what it
+            # summarises, and after it (the relations are the answer, the summary their count).
             if all(k.node.metadata.get("kind") == "summary" for k in kept):
                 kept = []
-            kept.sort(key=lambda n: -(n.score or 0.0))
+            kept.sort(key=lambda n: (n.node.metadata.get("kind") == "summary", -(n.score or 0.0)))
+            kept = _never_rising(kept)
             best: dict[str, NodeWithScore] = {}
             for node in kept:  # a node two groups found counts once, at its best grade
                 best.setdefault(node.node.node_id, node)
@@ -180,7 +181,23 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
             dropped=len(nodes) - len(kept),
             best=round(max((grade for grade, _ in graded), default=0.0), 3),
         )
-        return kept
+        return Judged(kept, bool(verdicts))
+
+    def _marked(
+        self, groups: Sequence[Group], question: Question, intents: Sequence[str]
+    ) -> tuple[list[NodeWithScore], list[tuple[float, bool]]]:
+        """Every group's nodes and their marks, each graded against the question and, for a
+        rewrite (which may have corrected a misspelt name), against its query too."""
+        nodes: list[NodeWithScore] = []
+        graded: list[tuple[float, bool]] = []
+        for query, group in groups:
+            marks = self.graded(group, question, intents)
+            if query.text != question.text:
+                again = self.graded(group, query, intents)
+                marks = [(max(a[0], b[0]), a[1] or b[1]) for a, b in zip(marks, again, strict=True)]
+            nodes.extend(group)
+            graded.extend(marks)
+        return nodes, graded
 
     def offline_grades(
         self,
@@ -198,22 +215,12 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
         self, nodes: Sequence[NodeWithScore], question: Question, intents: Sequence[str]
     ) -> list[tuple[float, bool]]:
         """(grade, whether the node mentions a name the question asks about, if it names any)."""
-        terms = question.terms
-        weights = [self._weights.weight(t) for t in terms]
-        stems = TermWeights.stems(terms)
-        names = question.names
-        score_w, coverage_w, fit_w = _WEIGHTS
+        measure = self._policy.relevance_reader(question, intents)
+        model = self._policy.relevance_model
         out = []
-        for node in nodes:
-            meta = node.node.metadata
-            text = NodeText(_graded_text(node))
-            covered = sum(w for s, w in zip(stems, weights, strict=True) if text.has_stem(s))
-            coverage = covered / sum(weights) if terms else 0.5
-            memory = str(meta.get("memory"))
-            fit = max((_FIT.get(i, _DEFAULT_FIT).get(memory, 0.3) for i in intents), default=0.5)
-            grade = score_w * float(node.score or 0.0) + coverage_w * coverage + fit_w * fit
-            named = not names or _mentions(text, names)
-            out.append((min(1.0, grade if named else grade * _NAME_MISSING), named))
+        for rank, node in enumerate(nodes):
+            values = measure(node, rank / max(1, len(nodes)), graded_text(node))
+            out.append((model.probability(values), not values["names_missing"]))
         return out
 
     def _llm_verdicts(
@@ -250,19 +257,9 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
 def missing_names(question: Question, nodes: Sequence[NodeWithScore]) -> list[str]:
     """The names the question asks about, when none of `nodes` mentions any of them."""
     names = question.names
-    if not names or any(_mentions(NodeText(_graded_text(n)), names) for n in nodes):
+    if not names or any(mentions(graded_text(n), names) for n in nodes):
         return []
     return list(names)
-
-
-def _graded_text(node: NodeWithScore) -> str:
-    meta = node.node.metadata
-    return f"{meta.get('file_path') or ''} {meta.get('symbol') or ''} {node.node.get_content()}"
-
-
-def _mentions(text: NodeText, names: Sequence[str]) -> bool:
-    # Short names only as whole tokens: `io` must not match every `ratio`.
-    return any(name in text.lowered if len(name) > 3 else text.has_token(name) for name in names)
 
 
 def checked_prompt(
@@ -276,3 +273,14 @@ def checked_prompt(
             f"and nothing else; it uses {', '.join(sorted(used)) or 'none'}"
         )
     return prompt
+
+
+def _never_rising(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes with each score capped at the one before it: scores read best first."""
+    out: list[NodeWithScore] = []
+    for node in nodes:
+        score = node.score or 0.0
+        if out and score > (out[-1].score or 0.0):
+            node = NodeWithScore(node=node.node, score=out[-1].score)
+        out.append(node)
+    return out

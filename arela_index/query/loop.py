@@ -1,6 +1,12 @@
-"""The query loop: route → retrieve → grade → retry → answer, the one place a question goes through.
+"""The query loop: route → retrieve → scope → grade → retry → shape, the one place a question
+goes through.
 
-Written once as steps (`query/steps.py`): `run` drives it for sync callers, `arun` for async ones.
+Each phase is a method that takes the question's `Pass` (its typed state) and hands it on; the
+decisions are the policy's (`policy/decisions.py`): where to look (the route), whether the
+question is about the repository (its scope), which nodes are relevant (the grader). The trace
+records each phase and is never read back.
+
+Written once as steps (`steps.py`): `run` drives it for sync callers, `arun` for async ones.
 When too little of what came back is relevant, the retry strategies, in order, propose the next
 attempt; the first one not tried yet is made. At most `max_retries` times, never the same query
 in the same memory twice, stopping when the same nodes come back.
@@ -17,16 +23,15 @@ from typing import TYPE_CHECKING
 from llama_index.core.schema import NodeWithScore
 
 from arela_index.nodes import distinct_spans, fresh
-from arela_index.query.grading import Group, RelevanceGrader, missing_names
-from arela_index.query.meaning import CANDIDATES, NEAR_CANDIDATES, Closeness, MeaningCheck
+from arela_index.policy.decisions import QueryPolicy, Route, Scope
+from arela_index.policy.intents import OUT_OF_SCOPE, SUBSTITUTE
+from arela_index.query.grading import Group, Judged, RelevanceGrader, missing_names
 from arela_index.query.rewrite import Rewriter, closest_names
-from arela_index.query.steps import Call, Steps
-from arela_index.query.trace import Trace
-from arela_index.selectors.intents import FACTUAL, SUBSTITUTE
+from arela_index.steps import Steps
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.spelling import respellings
-from arela_index.workers import offload
+from arela_index.trace import Trace
 
 if TYPE_CHECKING:
     from arela_index.retrievers.router import ArelaRouterRetriever
@@ -49,7 +54,7 @@ class Situation:
     everything retrieved so far."""
 
     question: Question
-    trace: Trace
+    route: Route
     tried: Sequence[Attempt]
     pool: Sequence[NodeWithScore]
     available: Sequence[str]  # the memories the router can read
@@ -62,17 +67,28 @@ class Situation:
     @cached_property
     def first(self) -> list[str]:
         """The memories the route chose (the ones tried, if it chose none the loop can read)."""
-        return [m for m in self.trace.memory_names if m in self.available] or self.used
+        return [m for m in self.route.memories if m in self.available] or self.used
 
     @cached_property
     def others(self) -> list[str]:
-        """Untried memories that stand in for the first ones (else the code memory)."""
+        """Untried memories that stand in for the first ones (else the code memory); none for a
+        question limited to a time or to people, which only the history's commits have."""
+        if self.limited:
+            return []
         substitutes = dict.fromkeys(s for memory in self.first for s in SUBSTITUTE.get(memory, ()))
         others = [m for m in substitutes if m in self.available and m not in self.used]
         if not others:
             others = [m for m in ("code", *self.available) if m in self.available][:1]
             others = [m for m in others if m not in self.used]
         return others
+
+    @cached_property
+    def limited(self) -> bool:
+        """Whether the question asks the history within a time or of its authors."""
+        if "audit" not in self.first:
+            return False
+        authors = self.question.authors(self.vocabulary) if self.vocabulary is not None else ()
+        return self.question.window() is not None or bool(authors)
 
     @cached_property
     def searched(self) -> str:
@@ -96,11 +112,6 @@ class Situation:
         return bool(self.pool) and self.question.vague
 
 
-# A question whose informative weight (idf) is this much in words the repository never uses is
-# not about it: "what is the capital of Peru?" (0.58), "who won the 2018 world cup?" (0.40); the
-# in-scope questions of SWE-QA that nothing graded relevant stay under 0.2.
-_FOREIGN = 0.3
-
 # A retry strategy: the attempts it proposes in this situation, best first (none if it does not fit).
 Strategy = Callable[[Situation], list[Attempt]]
 
@@ -108,7 +119,7 @@ Strategy = Callable[[Situation], list[Attempt]]
 def one_search_per_name(s: Situation) -> list[Attempt]:
     """Names asked together: one may have drowned the other."""
     named = s.question.named
-    if len(named) <= 1 or s.trace.compared:
+    if len(named) <= 1 or s.route.compared:
         return []
     why = f"{_listed(named)} asked together: one search per name"
     return [Attempt(s.question.text, (m,), why, split=tuple(named)) for m in s.first]
@@ -183,8 +194,25 @@ RETRIES: tuple[Strategy, ...] = (
 )
 
 
+@dataclass
+class Pass:
+    """One question on its way through the loop: what each phase hands to the next."""
+
+    question: Question
+    route: Route
+    trace: Trace
+    first: list[NodeWithScore]  # what the route's memories returned
+    scope: Scope | None = None
+    judged: Judged = field(default_factory=lambda: Judged([]))
+    tried: list[Attempt] = field(default_factory=list)
+    pool: list[NodeWithScore] = field(default_factory=list)  # everything retrieved
+    retries: int = 0
+    kept_at: int = 0  # the attempt whose grading kept the nodes
+
+
 class QueryLoop:
-    """Route, retrieve, grade, retry and answer one question; the trace comes back with the nodes.
+    """Route, retrieve, scope, grade, retry and shape one question's answer; the trace comes
+    back with the nodes.
 
     >>> loop = QueryLoop(router, RelevanceGrader(), Rewriter(vocabulary=index.vocabulary))  # doctest: +SKIP
     >>> nodes, trace = run(loop.steps(Question.read("who calls load_config?")))            # doctest: +SKIP
@@ -198,11 +226,12 @@ class QueryLoop:
         strategies: Sequence[Strategy] = RETRIES,
         max_retries: int = 2,
         min_relevant: int = 1,
-        meaning: MeaningCheck | None = None,
+        policy: QueryPolicy | None = None,
     ) -> None:
+        """`policy`: the decisions' (else the router's selector's, if it has one)."""
         self.router, self.grader = router, grader
         self.rewriter = rewriter or Rewriter()
-        self.meaning = meaning
+        self.policy = policy or getattr(router.selector, "policy", None)
         self.strategies = tuple(strategies)
         self.max_retries, self.min_relevant = max_retries, min_relevant
 
@@ -213,135 +242,161 @@ class QueryLoop:
         weights = self.grader.term_weights
         spelling = respellings(question.text, lambda word: weights.share(word) > 0)
         question = question.respelt(spelling)
-        nodes, trace = yield from self.router.route_steps(question)
+        nodes, route, trace = yield from self.router.route_steps(question)  # route, retrieve
         if spelling:
             read = ", ".join(f"'{word}' as '{spelt}'" for word, spelt in spelling.items())
             trace.notes.append(f"read {read}, as the repository spells it")
-        kept = yield from self.grade_steps(question, nodes, trace)
+        kept = yield from self.answer_steps(question, route, nodes, trace)
         total(trace, started)
         return kept, trace
 
-    def grade_steps(
-        self, question: Question, nodes: Sequence[NodeWithScore], trace: Trace
+    def answer_steps(
+        self, question: Question, route: Route, nodes: Sequence[NodeWithScore], trace: Trace
     ) -> Steps[list[NodeWithScore]]:
-        """Grade the first pass; while too little is relevant, retry; abstain when nothing is."""
-        if trace.out_of_scope:
-            # Only words that left it unsure (an LLM would have been asked) may give way to meaning.
-            unsure = trace.needs_llm and trace.stage != "llm"
-            near = (yield from self._near_steps(question, trace)) if unsure else None
-            if near is None:
-                if not any(step.get("kind") == "abstain" for step in trace.steps):
-                    trace.add_step("abstain", why="the question is not about this repository")
-                return []
-            # By meaning, it is in.
-            trace.intents, trace.stage = [(FACTUAL, round(near, 2))], "meaning"
-            trace.steps = [step for step in trace.steps if step.get("kind") != "abstain"]
-            trace.memories = [("code", f"the code means what it asks (closest passage {near:.2f})")]
-            nodes = yield from self.router.fetch_steps(["code"], question, trace)
-        else:
-            meant = yield from self._far_steps(question, trace)
-            if meant is not None and not meant.met:
-                trace.add_step("abstain", why=meant.why_not())
-                return []
-            # Its words put it in scope and its meaning passed: should the grader drop every
-            # result, that still stands (below).
-            near = meant.closest if meant is not None else None
-        intents = trace.intent_names
-        tried = [Attempt(question.text, tuple(trace.memory_names))]
-        seen = [frozenset(_ids(nodes))]
-        pool = list(nodes)
-        kept = yield from self.grader.judge_steps([(question, nodes)], question, intents, trace)
-        retries = kept_at = 0
-        # A pasted report is searched whole once: its answer ranks files either way, and each
-        # retry over its kilobytes of text (one search per name it holds) cost hundreds of ms.
-        max_retries = 0 if trace.report else self.max_retries
-        while len(kept) < self.min_relevant and retries < max_retries:
-            plan = yield from self._plan_steps(
-                Situation(
-                    question, trace, tried, pool, self.router.memory_names, self.rewriter.vocabulary
-                )
+        """Scope, grade, retry and shape the answer to a question routed and retrieved: `nodes`
+        are what the route's memories returned."""
+        state = Pass(question, route, trace, list(nodes))
+        if not (yield from self._scope(state)):
+            return []
+        yield from self._grade(state)
+        yield from self._retry(state)
+        return (yield from self._shape(state))
+
+    # -- scope -----------------------------------------------------------------------------------
+
+    def _scope(self, state: Pass) -> Steps[bool]:
+        """Whether the question is about the repository: the route's verdict, or the policy's
+        once the sentence model has read what the words left unsure."""
+        route, trace = state.route, state.trace
+        if not route.searched:
+            if not any(step.get("kind") == "abstain" for step in trace.steps):
+                trace.add_step("abstain", why=route.scope.why)
+            return False
+        scope = route.scope
+        if scope.verdict == "unsure" and self.policy is not None:
+            reading = self.policy.read(state.question)
+
+            def candidates(text: str, count: int) -> Steps[list[NodeWithScore]]:
+                return (yield from self.router.candidates_steps(Question.of(text), trace, count))
+
+            with trace.time("meaning"):
+                scope = yield from self.policy.scope_steps(reading, candidates)
+        state.scope = scope
+        if scope.out:
+            out = round(1 - scope.probability, 2) if scope.probability is not None else 0.95
+            # Not about the repository: no memory answers it (the passages read to tell are
+            # timed under `meaning`).
+            trace.intents, trace.memories = [(OUT_OF_SCOPE, out)], []
+            trace.notes.append(scope.why)
+            trace.add_step("abstain", why=scope.why)
+            return False
+        return True
+
+    # -- grade and retry -------------------------------------------------------------------------
+
+    def _grade(self, state: Pass) -> Steps[None]:
+        question = state.question
+        state.tried = [Attempt(question.text, state.route.memories)]
+        state.pool = list(state.first)
+        state.judged = yield from self.grader.judge_steps(
+            [(question, state.first)], question, state.route.intents, state.trace
+        )
+
+    def _retry(self, state: Pass) -> Steps[None]:
+        """While too little is relevant, the first attempt a strategy proposes; never the same
+        nodes twice. A pasted report is searched whole once: its answer ranks files either way,
+        and each retry over its kilobytes of text (one search per name it holds) cost hundreds
+        of ms."""
+        question, trace = state.question, state.trace
+        seen = [frozenset(_ids(state.first))]
+        max_retries = 0 if state.route.report else self.max_retries
+        while len(state.judged.kept) < self.min_relevant and state.retries < max_retries:
+            situation = Situation(
+                question,
+                state.route,
+                state.tried,
+                state.pool,
+                self.router.memory_names,
+                self.rewriter.vocabulary,
             )
+            plan = yield from self._plan_steps(situation, trace)
             if plan is None:
                 break
-            retries += 1
-            tried.append(plan)
+            state.retries += 1
+            state.tried.append(plan)
             trace.add_step(
                 "retry",
-                attempt=retries,
+                attempt=state.retries,
                 query=plan.query,
                 memories=list(plan.memories),
                 why=plan.why,
             )
-            groups = yield from self._fetch_steps(plan, question, trace)
+            groups = yield from self._fetch_steps(plan, state)
             found = [node for _, group in groups for node in group]
             if found and frozenset(_ids(found)) in seen:
                 trace.add_step("stop", why="the retry brought back the same results")
                 break
             seen.append(frozenset(_ids(found)))
-            pool.extend(found)
-            kept = yield from self.grader.judge_steps(groups, question, intents, trace, retries)
-            kept_at = retries
-        if not kept:
-            present = _present(question, self.rewriter.vocabulary)
-            unknown = self.grader.term_weights.unknown_share(question.terms)
-            # A report's "names" are mostly its quotes (the reporter's code, output, logs): that
-            # nothing retrieved holds them is no evidence it is about another repository.
-            missing = not trace.report and missing_names(question, pool)
-            worded = not missing and unknown < _FOREIGN
-            # A model that judged nothing relevant read more than a cosine does.
-            if self.grader.judges_with_llm:
-                near = None
-            elif nodes and not present and not worded and near is None:
-                near = yield from self._near_steps(question, trace)
-            if nodes and (present or worded or near is not None):
-                # A question that names code the repository holds, asks in words the repository
-                # uses, or means what its code does, is about it: the best matches stand, marked
-                # ungraded (grade 0) and scored by their offline grade (under the grader's
-                # threshold).
-                why = (
-                    f"the question names {_listed(list(present))}, which the repository holds"
-                    if present
-                    else f"{1 - unknown:.0%} of the question's weight is in words the repository uses"
-                    if worded
-                    else f"the code means what it asks (closest passage {near:.2f})"
-                )
-                trace.add_step(
-                    "fallback",
-                    stage="grade",
-                    why=f"nothing graded relevant, but {why}: the best matches are kept",
-                )
-                best = self._ungraded(distinct_spans(nodes), question, trace, 1.0)
-                if trace.report:
-                    return (yield from self._report_files(best, question, trace))
-                if list(trace.memory_names) == ["code"]:
-                    return (yield from self._best_files(nodes, question, trace))
-                return best + (yield from self._more_files(best, nodes, question, trace))
-            trace.add_step("abstain", why=_why_nothing(question, tried, pool))
-        graded = [
-            fresh(n.node, n.score, grade=n.score, attempt=kept_at) for n in distinct_spans(kept)
-        ]
-        if graded and trace.report:
-            return (yield from self._report_files(graded, question, trace))
-        if graded:
-            graded += yield from self._more_files(graded, nodes, question, trace)
-        return graded
+            state.pool.extend(found)
+            state.judged = yield from self.grader.judge_steps(
+                groups, question, state.route.intents, trace, state.retries
+            )
+            state.kept_at = state.retries
 
-    def _more_files(
-        self,
-        kept: Sequence[NodeWithScore],
-        first: Sequence[NodeWithScore],
-        question: Question,
-        trace: Trace,
-    ) -> Steps[list[NodeWithScore]]:
+    # -- shape -----------------------------------------------------------------------------------
+
+    def _shape(self, state: Pass) -> Steps[list[NodeWithScore]]:
+        """The answer: the graded nodes (a report's as ranked files, a question about code
+        padded with the best files not cited yet); when nothing graded relevant, the best
+        matches, ungraded, unless nothing retrieved mentions the names it asks about or a model
+        judged them all irrelevant."""
+        route = state.route
+        kept = state.judged.kept
+        if not kept:
+            return (yield from self._ungraded_answer(state))
+        graded = [
+            fresh(n.node, n.score, grade=n.score, attempt=state.kept_at)
+            for n in distinct_spans(kept)
+        ]
+        if route.report:
+            return (yield from self._report_files(graded, state))
+        if "code" in route.memories and not state.judged.by_llm:
+            graded = _a_chunk_per_file(graded)
+        return graded + (yield from self._more_files(graded, state))
+
+    def _ungraded_answer(self, state: Pass) -> Steps[list[NodeWithScore]]:
+        question, trace, route, nodes = state.question, state.trace, state.route, state.first
+        # A report's "names" are mostly its quotes (the reporter's code, output, logs): that
+        # nothing retrieved holds them is no evidence the answer is missing.
+        missing = not route.report and missing_names(question, state.pool)
+        # A model that judged nothing relevant read more than any signal here, unless the
+        # question names code the repository holds.
+        overruled = state.judged.by_llm and not self._names_code(question)
+        if not nodes or missing or overruled:
+            trace.add_step("abstain", why=_why_nothing(question, state.tried, state.pool))
+            return []
+        scope = state.scope or route.scope
+        trace.add_step(
+            "fallback",
+            stage="grade",
+            why=f"nothing graded relevant, but {scope.why_in}: the best matches are kept",
+        )
+        best = self._ungraded(distinct_spans(nodes), question, route, 1.0)
+        if route.report:
+            return (yield from self._report_files(best, state))
+        if list(route.memories) == ["code"]:
+            return (yield from self._best_files(nodes, question, state))
+        return best + (yield from self._more_files(best, state))
+
+    def _more_files(self, kept: Sequence[NodeWithScore], state: Pass) -> Steps[list[NodeWithScore]]:
         """For a pasted report, and a question about code that no model graded ("where/how/why
         does the code ..."), nodes of files not cited yet, until the answer ranks top-k files
         or holds top-k nodes: the first pass's best, then the code memory's best files. Scored
         by their offline grade, never above a node before them. A model's verdict that the
         other passages do not help is kept: offline, term overlap cannot tell a paraphrase
         apart."""
-        graded_by = [step.get("by") for step in trace.steps if step.get("kind") == "grade"]
-        by_model = bool(graded_by) and graded_by[-1] == "llm"
-        if not (trace.report or ("code" in trace.memory_names and not by_model)):
+        route, question, trace = state.route, state.question, state.trace
+        if not (route.report or ("code" in route.memories and not state.judged.by_llm)):
             return []
         top_k = self.router.top_k
         files = {n.node.metadata.get("file_path") for n in kept}
@@ -356,28 +411,28 @@ class QueryLoop:
                     files.add(path)
                     more.append(node)
 
-        add(first)
+        add(state.first)
         if len(files) < top_k and len(kept) + len(more) < top_k:
-            add((yield from self.router.files_steps(question, trace, 2 * top_k)))
+            add((yield from self.router.files_steps(question, trace, 2 * top_k, route.intents)))
         floor = min((n.score or 0.0 for n in kept), default=1.0)
-        return self._ungraded(more, question, trace, floor)
+        return self._ungraded(more, question, route, floor)
 
     def _best_files(
-        self, first: Sequence[NodeWithScore], question: Question, trace: Trace
+        self, first: Sequence[NodeWithScore], question: Question, state: Pass
     ) -> Steps[list[NodeWithScore]]:
         """The answer to a question asked of the code memory alone when nothing graded
         relevant: its best files (one chunk each, its file ranking looks deeper than the first
         pass), then the first pass's chunks of other files; top-k nodes, ungraded. The first
         pass's chunks alone crowd the answer with several chunks of one file: on SWE-QA's tune
         half, hit@5 0.822 -> 0.844 (two questions; no other answer changed)."""
-        top_k = self.router.top_k
-        ranked = yield from self.router.files_steps(question, trace, top_k)
+        top_k, route = self.router.top_k, state.route
+        ranked = yield from self.router.files_steps(question, state.trace, top_k, route.intents)
         files = {n.node.metadata.get("file_path") for n in ranked}
         rest = [n for n in distinct_spans(first) if n.node.metadata.get("file_path") not in files]
-        return self._ungraded([*ranked, *rest][:top_k], question, trace, 1.0)
+        return self._ungraded([*ranked, *rest][:top_k], question, route, 1.0)
 
     def _report_files(
-        self, answer: Sequence[NodeWithScore], question: Question, trace: Trace
+        self, answer: Sequence[NodeWithScore], state: Pass
     ) -> Steps[list[NodeWithScore]]:
         """A pasted report's answer: top-k files in the code memory's file ranking (whole-file
         evidence, source first, deeper than the first pass), each cited by its node in `answer`
@@ -385,8 +440,8 @@ class QueryLoop:
         answer's files the ranking missed. Scores never rise down the list. On SWE-bench Lite,
         hit@5 tune 0.647 -> 0.706, held-out 0.593 -> 0.630, against the graded nodes first
         (grading reads a report's words, which its docs and tests share)."""
-        top_k = self.router.top_k
-        ranked = yield from self.router.files_steps(question, trace, 2 * top_k)
+        top_k, question, intents = self.router.top_k, state.question, state.route.intents
+        ranked = yield from self.router.files_steps(question, state.trace, 2 * top_k, intents)
         cited: dict[str, NodeWithScore] = {}
         for node in answer:
             cited.setdefault(str(node.node.metadata.get("file_path") or node.node.node_id), node)
@@ -394,7 +449,7 @@ class QueryLoop:
         grades = dict(
             zip(
                 (n.node.node_id for n in fresh_files),
-                self.grader.offline_grades(fresh_files, question, trace.intent_names),
+                self.grader.offline_grades(fresh_files, question, intents),
                 strict=True,
             )
         )
@@ -417,63 +472,29 @@ class QueryLoop:
             )
         return out
 
-    def _far_steps(self, question: Question, trace: Trace) -> Steps[Closeness | None]:
-        """How near the code memory's first candidates come to the question's meaning, against
-        its bar (None for a question that writes code: see `MeaningCheck`)."""
-        bar = self.meaning.bar(question, trace) if self.meaning is not None else None
-        if bar is None:
-            return None
-        return (yield from self._judge_steps(question, trace, bar, CANDIDATES))
-
-    def _near_steps(self, question: Question, trace: Trace) -> Steps[float | None]:
-        """The closest of the first candidates' cosines when it comes near the question's
-        meaning, else None (and None for a pasted report, or with no meaning check)."""
-        if self.meaning is None or trace.report:
-            return None
-        closeness = yield from self._judge_steps(
-            question, trace, self.meaning.near, NEAR_CANDIDATES, where_matched=True
-        )
-        return closeness.closest if closeness.met else None
-
-    def _judge_steps(
-        self, question: Question, trace: Trace, bar: float, count: int, where_matched: bool = False
-    ) -> Steps[Closeness]:
-        """How near the question comes to the code memory's first `count` candidates, read
-        until one reaches `bar` (or the higher bar of a question that reads like a general one),
-        each from its head or `where_matched` (see `MeaningCheck.judge`)."""
-        assert self.meaning is not None
-        check, vocabulary = self.meaning, self.rewriter.vocabulary
-        # The project's name is near all of its code; what the question asks of it must be.
-        if vocabulary is not None:
-            question = question.rewritten(vocabulary.without_project(question.text))
-        candidates = yield from self.router.candidates_steps(question, trace, count)
-        with trace.time("meaning"):
-            return (
-                yield Call(
-                    lambda: check.judge(question.text, candidates, bar, where_matched),
-                    lambda: offload(check.judge, question.text, candidates, bar, where_matched),
-                )
-            )
+    def _names_code(self, question: Question) -> bool:
+        """Whether the question names a symbol, a file or the project the repository holds."""
+        return self.policy is not None and self.policy.read(question).entities.names_code
 
     @property
     def _under(self) -> float:
         """The highest score an ungraded node may have: just under the grader's threshold."""
-        return round(self.grader.threshold - 1e-4, 4)
+        return round(self.grader.bar - 1e-4, 4)
 
     def _ungraded(
-        self, nodes: Sequence[NodeWithScore], question: Question, trace: Trace, ceiling: float
+        self, nodes: Sequence[NodeWithScore], question: Question, route: Route, ceiling: float
     ) -> list[NodeWithScore]:
         """Fresh copies marked ungraded (grade 0), scored by their offline grade, never above
         `ceiling` nor the node before them (scores stay in rank order) and always under the
         grader's threshold: a similarity cutoff there keeps exactly what was graded relevant."""
-        grades = self.grader.offline_grades(nodes, question, trace.intent_names)
+        grades = self.grader.offline_grades(nodes, question, route.intents)
         out: list[NodeWithScore] = []
         for node, grade in zip(nodes, grades, strict=True):
             ceiling = min(ceiling, round(grade, 4), self._under)
             out.append(fresh(node.node, ceiling, grade=0.0, attempt=0))
         return out
 
-    def _plan_steps(self, situation: Situation) -> Steps[Attempt | None]:
+    def _plan_steps(self, situation: Situation, trace: Trace) -> Steps[Attempt | None]:
         """The first attempt a strategy proposes that was not tried yet."""
         question = situation.question
         if not question.terms and not question.names:
@@ -483,17 +504,16 @@ class QueryLoop:
             for attempt in strategy(situation):
                 if attempt.query is None:
                     if rewritten is None:
-                        rewritten = yield from self.rewriter.rewrite_steps(
-                            question, situation.trace
-                        )
+                        rewritten = yield from self.rewriter.rewrite_steps(question, trace)
                     attempt = Attempt(rewritten, attempt.memories, attempt.why, attempt.split)
                 if attempt.query and attempt not in situation.tried:
                     return attempt
         return None
 
-    def _fetch_steps(self, plan: Attempt, question: Question, trace: Trace) -> Steps[list[Group]]:
+    def _fetch_steps(self, plan: Attempt, state: Pass) -> Steps[list[Group]]:
         """What the attempt retrieved, with the query each part is graded against."""
         assert plan.query is not None
+        question, trace = state.question, state.trace
         memories = list(plan.memories)
         if plan.split:  # each name searched and graded on its own: fusion would rank one lower
             groups: list[Group] = []
@@ -503,7 +523,9 @@ class QueryLoop:
                 groups.append((sub, found))
             return groups
         if plan.query == question.text:  # a comparison is still split per compared entity
-            found = yield from self.router.fetch_steps(memories, question, trace, trace.compared)
+            found = yield from self.router.fetch_steps(
+                memories, question, trace, state.route.compared
+            )
             return [(question, found)]
         rewritten = question.rewritten(plan.query)
         found = yield from self.router.fetch_steps(memories, rewritten, trace)
@@ -532,18 +554,19 @@ def _why_nothing(
     return f"nothing relevant was found in {searched}{after}"
 
 
-def _present(question: Question, vocabulary: Vocabulary | None) -> dict[str, None]:
-    """The files and symbols the question names (identifiers and paths, not plain words) that
-    the repository holds."""
-    if vocabulary is None:
-        return {}
-    found: dict[str, None] = {}
-    for path in question.mentions.paths:
-        found.update(dict.fromkeys(vocabulary.paths_named(path)))
-    for name in question.mentions.names:
-        if vocabulary.symbols_named(name):
-            found[name] = None
-    return found
+def _a_chunk_per_file(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """The nodes, less the code chunks of a file an earlier node already cites: an answer about
+    code ranks files, and the room goes to the next files (graph and history nodes all stay)."""
+    cited: set[object] = set()
+    kept = []
+    for node in nodes:
+        meta = node.node.metadata
+        path = meta.get("file_path")
+        if meta.get("memory") == "code" and path in cited:
+            continue
+        cited.add(path)
+        kept.append(node)
+    return kept
 
 
 def _ids(nodes: Sequence[NodeWithScore]) -> list[str]:

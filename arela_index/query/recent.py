@@ -13,7 +13,7 @@ from threading import Lock
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
 from arela_index.nodes import fresh
-from arela_index.query.trace import Trace
+from arela_index.trace import Trace
 
 Result = tuple[list[NodeWithScore], Trace]
 

@@ -18,7 +18,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.events.query import QueryEndEvent, QueryStartEvent
 from llama_index.core.schema import QueryBundle, QueryType
 
-from arela_index.query.trace import Trace
+from arela_index.trace import Trace
 
 _retrieved: ContextVar[tuple[str, Trace] | None] = ContextVar("arela_retrieved", default=None)
 _installed = threading.Event()

@@ -11,11 +11,11 @@ from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMi
 from pydantic import BaseModel
 
 from arela_index.errors import OllamaUnavailable
-from arela_index.query.steps import Steps, structured_call
-from arela_index.query.trace import Trace
+from arela_index.steps import Steps, structured_call
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.tokens import FILLER, KIND_WORDS, ROUTING_WORDS, STOPWORDS
+from arela_index.trace import Trace
 
 _EXPANDED = 2  # a name defined in more places than this is too common to expand
 
@@ -49,43 +49,8 @@ def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
     >>> offline_rewrite(Question.read("who calls send_email?"), Vocabulary(symbols=["app.hooks.getcalls"]))
     'send_email send email'
     """
-    mentions = question.mentions
-    named: list[str] = []
-    replaced: set[str] = set()
-    for name in (*mentions.names, *mentions.paths, *mentions.words):
-        is_word = name in mentions.words
-        if is_word and vocabulary is not None and vocabulary.author_named(name):
-            continue  # a person ("Lord"), never a near-miss identifier (`load`): see kept_limits
-        known = bool(
-            vocabulary is None or vocabulary.symbols_named(name) or vocabulary.paths_named(name)
-        )
-        if known:
-            if not is_word:
-                named.append(name)
-            continue
-        assert vocabulary is not None
-        # A plain word is looked up only if it could name something (`calls` is no `getcalls`).
-        lower = name.lower()
-        if is_word and any(
-            lower in words for words in (ROUTING_WORDS, KIND_WORDS, FILLER, STOPWORDS)
-        ):
-            continue
-        close = closest_names(name.rsplit(".", 1)[-1], vocabulary)
-        if close:
-            named.extend(close[:1])
-            replaced.add(name.lower())
-        elif not is_word:
-            named.append(name)
-    parts = []
-    for name in named:
-        parts.append(name)
-        split = re.sub(r"[_./-]+", " ", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)).lower().strip()
-        if split != name.lower():
-            parts.append(split)
-        # Where the graph defines it: chunks are headed by qualified names and paths.
-        qualified = vocabulary.symbols_named(name) if vocabulary is not None else []
-        if len(qualified) <= _EXPANDED:
-            parts.extend(q for q in qualified if q != name)
+    named, replaced = _named(question, vocabulary)
+    parts = [part for name in named for part in _spelt_out(name, vocabulary)]
     taken = (
         {t for p in parts for t in re.split(r"[\s_./-]+", p.lower())}
         | {n.lower() for n in named}
@@ -93,6 +58,45 @@ def offline_rewrite(question: Question, vocabulary: Vocabulary | None) -> str:
     )
     rest = [t for t in question.terms if t not in taken]
     return " ".join([*parts, *rest]).strip()
+
+
+def _named(question: Question, vocabulary: Vocabulary | None) -> tuple[list[str], set[str]]:
+    """What the question names, each name the repository lacks swapped for the closest one it
+    has; and the names swapped (lower case)."""
+    mentions = question.mentions
+    named: list[str] = []
+    replaced: set[str] = set()
+    for name in (*mentions.names, *mentions.paths, *mentions.words):
+        is_word = name in mentions.words
+        if vocabulary is None or vocabulary.symbols_named(name) or vocabulary.paths_named(name):
+            named.extend([] if is_word else [name])
+        elif not is_word or _could_name(name, vocabulary):
+            close = closest_names(name.rsplit(".", 1)[-1], vocabulary)
+            named.extend(close[:1] or ([] if is_word else [name]))
+            replaced.update([name.lower()] if close else [])
+    return named, replaced
+
+
+def _could_name(word: str, vocabulary: Vocabulary) -> bool:
+    """Whether a plain word may be a misspelt name: not a person ("Lord", never a near-miss
+    `load`: see kept_limits), nor a word of asking or of code's kinds (`calls` is no `getcalls`)."""
+    lower = word.lower()
+    if vocabulary.author_named(word):
+        return False
+    return not any(lower in words for words in (ROUTING_WORDS, KIND_WORDS, FILLER, STOPWORDS))
+
+
+def _spelt_out(name: str, vocabulary: Vocabulary | None) -> list[str]:
+    """The name, its words, and where the graph defines it (chunks are headed by qualified
+    names and paths), unless it is defined in too many places."""
+    parts = [name]
+    split = re.sub(r"[_./-]+", " ", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)).lower().strip()
+    if split != name.lower():
+        parts.append(split)
+    qualified = vocabulary.symbols_named(name) if vocabulary is not None else []
+    if len(qualified) <= _EXPANDED:
+        parts.extend(q for q in qualified if q != name)
+    return parts
 
 
 def kept_limits(question: Question, rewritten: str, vocabulary: Vocabulary | None) -> str:

@@ -6,7 +6,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
 from arela_index.stores.chunk_file import CHUNKS_FILE, ChunkFile, chunk_line, save_chunks
 from arela_index.stores.code_refresh import EMBEDDING_FILE, chunk_id
 from arela_index.stores.code_search import CodeSearch, SparseIndex
+from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import (
     FAISS_FILE,
     IDS_FILE,
@@ -33,19 +34,6 @@ from arela_index.stores.vectors import (
 )
 
 _EMBEDDING = EMBEDDING_FILE
-
-
-@dataclass(frozen=True)
-class EmbeddingInfo:
-    """Which model made an index's vectors; queries must embed with the very same one."""
-
-    provider: str  # "ollama" | "static" | the class of a user's model (e.g. "HuggingFaceEmbedding")
-    name: str
-    dim: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider}:{self.name}"
 
 
 class CodeStore:
@@ -165,7 +153,7 @@ class CodeStore:
         """Read a store back; a missing, damaged or mismatched file is an `IndexProblem`.
 
         Vectors a build put in a store of the caller's are reached through `vector_store`,
-        which must be that store; without it the store has no dense side (`missing_store`).
+        which must be that store; without it the store has no dense side.
         """
         chunks = ChunkFile.open(directory)
         embedding, record = _load_embedding(directory)
@@ -205,13 +193,6 @@ class CodeStore:
         if describe_store(record) != describe_store(store_record(vector_store)):
             return None
         return ChunkVectors(vector_store, [probe], embedding.dim, record).lost()
-
-    @property
-    def missing_store(self) -> str | None:
-        """Which store holds this memory's vectors when it was not given (dense is off), else None."""
-        if self.stored is not None and self.stored.store is None and not self.stored.local:
-            return describe_store(self.stored.record)
-        return None
 
     @property
     def waiting(self) -> int:

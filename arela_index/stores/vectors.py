@@ -34,7 +34,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Vector
 from arela_index.errors import ArelaError, corrupt
 
 if TYPE_CHECKING:
-    from arela_index.stores.code import EmbeddingInfo
+    from arela_index.stores.embedding import EmbeddingInfo
 
 FAISS_FILE = "vectors.faiss"
 # Each chunk's id in the store and the points no chunk owns, when they are not the defaults (the
@@ -320,51 +320,71 @@ def _in_store(
     here = was is not None and describe_store(was.record) == describe_store(record)
     if here and was is not None and store is not None and was.attach(store).lost():
         was = None  # the collection is gone or empty: every chunk is written again
-    kept: dict[str, tuple[str | None, str]] = {}
-    stale: list[str] = []
-    if here and was is not None:
-        stale = list(was.orphans)
-        for i, chunk in enumerate(before.chunks):
-            if same:
-                kept[chunk.node_id] = (was.ids[i], _text_key(chunk))
-            elif was.ids[i] is not None:  # another model: its points mean nothing now
-                stale.append(str(was.ids[i]))
-    ids: list[str | None] = []
-    for chunk in chunks:
-        old, key = kept.pop(chunk.node_id, (None, ""))
-        unchanged = key == _text_key(chunk)
-        ids.append(old if unchanged else None)
-        if old is not None and not unchanged:
-            stale.append(old)
-    stale += [pid for pid, _ in kept.values() if pid is not None]  # chunks gone
-    orphans = stale
-    if store is not None and stale:
-        try:
-            store.delete_nodes(node_ids=stale)
-            orphans = []
-        except NotImplementedError:  # a store that cannot delete (FaissVectorStore)
-            pass
+    ids, stale = _reused(chunks, before.chunks, was if here else None, same)
+    orphans = _deleted(store, stale)
     todo = [i for i, pid in enumerate(ids) if pid is None]
     if progress is not None and len(todo) < len(chunks):
         progress(len(chunks) - len(todo))
     dim = embedding.dim or (was.dim if was is not None else 0)
     if store is not None and embed_model is not None and todo:
         fresh, _ = _embed([chunks[i] for i in todo], embed_model, cached, progress, dim)
-        nodes = [
-            chunks[i].model_copy(
-                update={"id_": point_id(chunks[i].node_id), "embedding": row.tolist()}
-            )
-            for i, row in zip(todo, fresh, strict=True)
-        ]
-        added = store.add(nodes)
-        if len(added) != len(nodes):
-            raise ArelaError(
-                f"{record['class']} stored {len(added)} of the {len(nodes)} vectors given"
-            )
+        added = _add(store, record, [chunks[i] for i in todo], fresh)
         for i, pid in zip(todo, added, strict=True):
-            ids[i] = str(pid)  # the store's own name for it, which some stores choose
+            ids[i] = pid
         dim = int(fresh.shape[1])
     return ChunkVectors(store, ids, dim, record, orphans)
+
+
+def _reused(
+    chunks: list[TextNode], old: list[TextNode], was: ChunkVectors | None, same: bool
+) -> tuple[list[str | None], list[str]]:
+    """Each chunk's point kept from `was` (None: to embed), and the points no chunk keeps."""
+    if was is None:
+        return [None] * len(chunks), []
+    kept: dict[str, tuple[str | None, str]] = {}
+    stale = list(was.orphans)
+    for chunk, pid in zip(old, was.ids, strict=False):
+        if same:
+            kept[chunk.node_id] = (pid, _text_key(chunk))
+        elif pid is not None:  # another model: its points mean nothing now
+            stale.append(str(pid))
+    ids: list[str | None] = []
+    for chunk in chunks:
+        pid, key = kept.pop(chunk.node_id, (None, ""))
+        unchanged = key == _text_key(chunk)
+        ids.append(pid if unchanged else None)
+        if pid is not None and not unchanged:
+            stale.append(pid)
+    return ids, stale + [pid for pid, _ in kept.values() if pid is not None]  # + chunks gone
+
+
+def _deleted(store: BasePydanticVectorStore | None, stale: list[str]) -> list[str]:
+    """Delete `stale` points from `store`; what stays (no store here, or one that cannot delete,
+    as FaissVectorStore) is returned, to be deleted when it can be."""
+    if store is None or not stale:
+        return stale
+    try:
+        store.delete_nodes(node_ids=stale)
+    except NotImplementedError:
+        return stale
+    return []
+
+
+def _add(
+    store: BasePydanticVectorStore,
+    record: dict[str, Any],
+    chunks: list[TextNode],
+    vectors: np.ndarray,
+) -> list[str]:
+    """Write `chunks` with their `vectors`; the store's own name for each (some stores choose)."""
+    nodes = [
+        chunk.model_copy(update={"id_": point_id(chunk.node_id), "embedding": row.tolist()})
+        for chunk, row in zip(chunks, vectors, strict=True)
+    ]
+    added = store.add(nodes)
+    if len(added) != len(nodes):
+        raise ArelaError(f"{record['class']} stored {len(added)} of the {len(nodes)} vectors given")
+    return [str(pid) for pid in added]
 
 
 def _cosine(store: BasePydanticVectorStore, score: float) -> float:

@@ -82,7 +82,7 @@ class TimeWindow:
     """Dates in [start, end) (either side open), or the newest N commits.
 
     >>> ref = datetime(2024, 3, 14, 16, 0, tzinfo=timezone.utc)
-    >>> w = resolve_time("what changed last week?", ref)
+    >>> w = TimePhrases("what changed last week?").resolve(ref)
     >>> w.start.date(), w.end.date(), w.phrase
     (datetime.date(2024, 3, 8), datetime.date(2024, 3, 15), 'last week')
     """
@@ -108,17 +108,6 @@ class TimeWindow:
     def without(self, question: str) -> str:
         """The question with the phrase cut out, for matching the rest by words."""
         return (question[: self.span[0]] + " " + question[self.span[1] :]).strip()
-
-
-def resolve_time(
-    question: str, reference: datetime | None, tags: Mapping[str, datetime] | None = None
-) -> TimeWindow | None:
-    """The first time phrase of a question as a window, or None when it names no time.
-
-    `reference` is the newest commit's date (its timezone decides where days begin); `tags` maps
-    tag names to the dates of the commits they point at, for "since v8.1" or "between v1 and v2".
-    """
-    return TimePhrases(question).resolve(reference, tags)
 
 
 class TimePhrases:

@@ -17,7 +17,7 @@ from arela_index.indexing.build import build_index
 from arela_index.indexing.persist import FORMAT_VERSION, current_build
 from arela_index.llm import sentence_model
 from arela_index.llm.runtime import detect
-from arela_index.query import general
+from arela_index.policy import general
 
 CONFIG_PY = "def load_config(path):\n    return open(path).read()\n"
 CLI_PY = "from app.config import load_config\n\n\ndef main():\n    return load_config('app.toml')\n"

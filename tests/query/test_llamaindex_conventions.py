@@ -26,9 +26,9 @@ from support.engine_repos import Indexed, ScriptedModel, indexed, online
 from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
 from arela_index.query.answers import citation
-from arela_index.query.steps import run
-from arela_index.query.trace import Trace
+from arela_index.steps import run
 from arela_index.text.question import Question
+from arela_index.trace import Trace
 
 QUESTION = "what does parse_config return?"
 

@@ -10,13 +10,13 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from support.gitrepo import GitRepo
 
 from arela_index.indexing.scanner import scan_repository
-from arela_index.query.steps import arun, run
-from arela_index.query.trace import Trace
 from arela_index.retrievers.audit import AuditLogRetriever
 from arela_index.retrievers.router import build_router
+from arela_index.steps import arun, run
 from arela_index.stores.audit import AuditStore
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
+from arela_index.trace import Trace
 
 CONFIG = """from pathlib import Path
 

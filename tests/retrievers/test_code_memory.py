@@ -23,7 +23,8 @@ from arela_index.indexing.persist import current_build
 from arela_index.llm.static_embedding import MODEL_NAME, default_static_embedding
 from arela_index.nodes import METADATA_KEYS
 from arela_index.retrievers.code import CodeMemoryRetriever
-from arela_index.stores.code import CodeStore, EmbeddingInfo
+from arela_index.stores.code import CodeStore
+from arela_index.stores.embedding import EmbeddingInfo
 
 PY_CONFIG = '''"""Settings of the service, read once at start."""
 

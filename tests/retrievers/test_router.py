@@ -25,17 +25,17 @@ from arela_index.indexing.build import parse_and_chunk
 from arela_index.indexing.scanner import scan_repository
 from arela_index.llm.ollama import make_llm
 from arela_index.nodes import fresh, make_node
-from arela_index.query.steps import arun, run
-from arela_index.query.trace import TRACE_KEY
 from arela_index.retrievers.code import CodeMemoryRetriever
 from arela_index.retrievers.graph import CodeGraphRetriever
 from arela_index.retrievers.router import DESCRIPTIONS, ArelaRouterRetriever, build_router
 from arela_index.selectors.arela_selector import ArelaSelector
 from arela_index.selectors.tools import memory_of
+from arela_index.steps import arun, run
 from arela_index.stores.code import CodeStore
 from arela_index.stores.graph import GraphStore
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
+from arela_index.trace import TRACE_KEY
 
 
 @pytest.fixture(scope="module")

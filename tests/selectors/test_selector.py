@@ -17,6 +17,7 @@ from support.routing_repos import BUILDERS, vocabulary_for
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
+from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import make_embedding, make_llm
 from arela_index.selectors.arela_selector import ArelaSelection, ArelaSelector
 from arela_index.text.entities import Vocabulary
@@ -56,12 +57,29 @@ def test_the_labeled_questions_are_many_and_cover_every_intent() -> None:
     assert sum(len(q["intents"]) > 1 and len(q["memories"]) > 1 for q in QUESTIONS) >= 5
 
 
-def test_routing_accuracy_on_the_labeled_set(vocabularies: dict[str, Vocabulary]) -> None:
-    selectors = {name: ArelaSelector(v) for name, v in vocabularies.items()}
+@pytest.fixture(scope="module")
+def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ArelaIndex]:
+    root = tmp_path_factory.mktemp("indexed")
+    return {
+        name: ArelaIndex.from_repo(
+            build(root / name).root,
+            persist_dir=str(root / f"{name}-index"),
+            offline=True,
+            show_progress=False,
+        )
+        for name, build in BUILDERS.items()
+    }
+
+
+def test_routing_accuracy_on_the_labeled_set(indexes: dict[str, ArelaIndex]) -> None:
+    """Each labelled question as an index routes it: to its memories, or out of scope (the
+    policy's scope decision, from the question's words and, where they leave it unsure, its
+    meaning)."""
+    retrievers = {name: index.as_retriever() for name, index in indexes.items()}
     wrong_memories, wrong_intents = [], []
     for item in QUESTIONS:
-        route = selectors[item["repo"]].route(item["q"])
-        chosen = {m for m, _ in route.memories}
+        _, route = retrievers[item["repo"]].retrieve_with_trace(item["q"])
+        chosen = set() if route.out_of_scope else {m for m, _ in route.memories}
         if chosen != set(item["memories"]):
             wrong_memories.append(
                 f"{item['q']!r}: {sorted(chosen)} (want {item['memories']}) {route.notes}"

@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from arela_index.text.timephrases import find_date, resolve_time
+from arela_index.text.timephrases import TimePhrases, TimeWindow, find_date
 
 # A Thursday afternoon in UTC+2: "today" there began at 22:00 UTC the day before.
 REF = datetime(2024, 3, 14, 16, 0, tzinfo=timezone(timedelta(hours=2)))
@@ -17,9 +17,16 @@ TAGS = {
 }
 
 
+def _window(
+    question: str, reference: datetime | None, tags: dict[str, datetime] | None = None
+) -> TimeWindow | None:
+    """The first time phrase of `question` as a window, as the audit memory reads it."""
+    return TimePhrases(question).resolve(reference, tags)
+
+
 def days(question: str) -> tuple[date | None, date | None]:
     """First and last day a question's window covers (end is exclusive in the window)."""
-    w = resolve_time(question, REF, TAGS)
+    w = _window(question, REF, TAGS)
     assert w is not None, question
     first = w.start.date() if w.start else None
     last = (w.end - timedelta(seconds=1)).date() if w.end else None
@@ -58,7 +65,7 @@ def test_dates_and_periods(question: str, first: date | None, last: date | None)
 
 
 def test_days_begin_in_the_reference_timezone() -> None:
-    w = resolve_time("what changed today", REF)
+    w = _window("what changed today", REF)
     assert w is not None and w.start is not None
     assert w.start.astimezone(timezone.utc) == datetime(2024, 3, 13, 22, 0, tzinfo=timezone.utc)
     assert w.contains(datetime(2024, 3, 13, 23, 30, tzinfo=timezone.utc))
@@ -66,21 +73,21 @@ def test_days_begin_in_the_reference_timezone() -> None:
 
 
 def test_tags_bound_windows_just_after_the_tagged_commit() -> None:
-    since = resolve_time("what changed since tag v1.0?", REF, TAGS)
+    since = _window("what changed since tag v1.0?", REF, TAGS)
     assert since is not None and since.end is None
     assert since.start == TAGS["v1.0"] + timedelta(seconds=1)
     assert "after tag v1.0" in since.text
-    short = resolve_time("changes since v8.1", REF, TAGS)  # "8.1" finds the tag "8.1.0"
+    short = _window("changes since v8.1", REF, TAGS)  # "8.1" finds the tag "8.1.0"
     assert short is not None and short.start == TAGS["8.1.0"] + timedelta(seconds=1)
-    between = resolve_time("what changed between v1.0 and v1.1", REF, TAGS)
+    between = _window("what changed between v1.0 and v1.1", REF, TAGS)
     assert between is not None
     assert (between.start, between.end) == (
         TAGS["v1.0"] + timedelta(seconds=1),
         TAGS["v1.1"] + timedelta(seconds=1),
     )
-    release = resolve_time("what's new in v1.1?", REF, TAGS)  # the previous tag up to this one
+    release = _window("what's new in v1.1?", REF, TAGS)  # the previous tag up to this one
     assert release is not None and (release.start, release.end) == (between.start, between.end)
-    assert resolve_time("since v9.9", REF, TAGS) is None  # no such tag: no window
+    assert _window("since v9.9", REF, TAGS) is None  # no such tag: no window
 
 
 def test_the_newest_commits_by_count() -> None:
@@ -89,12 +96,12 @@ def test_the_newest_commits_by_count() -> None:
         ("the latest ten commits", 10),
         ("last 1 commit", 1),
     ]:
-        w = resolve_time(question, REF)
+        w = _window(question, REF)
         assert w is not None and w.last_commits == n and w.start is None
 
 
 def test_phrase_text_and_what_is_left_of_the_question() -> None:
-    w = resolve_time("What changed in cli.py last week?", REF)
+    w = _window("What changed in cli.py last week?", REF)
     assert w is not None
     assert w.phrase == "last week"
     assert "2024-03-08 to 2024-03-14" in w.text and "newest commit" in w.text
@@ -112,11 +119,11 @@ def test_phrase_text_and_what_is_left_of_the_question() -> None:
     ],
 )
 def test_no_time_phrase(question: str) -> None:
-    assert resolve_time(question, REF, TAGS) is None
+    assert _window(question, REF, TAGS) is None
 
 
 def test_invalid_dates_are_not_windows() -> None:
-    assert resolve_time("since 2024-02-30", REF) is None
+    assert _window("since 2024-02-30", REF) is None
 
 
 def test_find_date_in_headings() -> None:

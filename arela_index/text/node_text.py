@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
+from llama_index.core.schema import NodeWithScore
+
 from arela_index.text.stem import stem
 from arela_index.text.tokens import tokenize
 
@@ -69,3 +71,11 @@ def _run(run: str) -> tuple[frozenset[str], frozenset[str]]:
     """A run's tokens and their stems: a repository repeats its names, so each is read once."""
     tokens = tokenize(run)
     return frozenset(tokens), frozenset(stem(tokens))
+
+
+def graded_text(node: NodeWithScore) -> NodeText:
+    """What relevance reads of a node: its path, its symbol and its text."""
+    meta = node.node.metadata
+    return NodeText(
+        f"{meta.get('file_path') or ''} {meta.get('symbol') or ''} {node.node.get_content()}"
+    )

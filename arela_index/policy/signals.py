@@ -1,0 +1,236 @@
+"""The signals the policy decides from: named, general measurements of a question against one
+repository, each with the reason it exists. The fitted models (`model.py`) weigh them; none of
+them is a threshold.
+
+A question's words are its content words: not the function words of asking and of time
+(`words.py`), not the English stopwords, not the parts of the names it writes as code (those are
+signals of their own).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llama_index.core.schema import NodeWithScore
+
+from arela_index.policy.evidence import Entities, zipf
+from arela_index.policy.intents import PRIMARY_MEMORY
+from arela_index.policy.repository import Repository
+from arela_index.policy.term_weights import TermWeights
+from arela_index.policy.words import asking, of_time
+from arela_index.text.node_text import NodeText
+from arela_index.text.question import Question
+from arela_index.text.shape import Reading
+from arela_index.text.tokens import STOPWORDS, split_identifier, words
+
+# -- scope: is the question about this repository? -------------------------------------------
+SCOPE_WORDS = (
+    # It names a symbol, a file or the project the repository holds: the strongest evidence.
+    "names_known",
+    # It writes code (an identifier, a path, an option) the repository does not hold: about
+    # code, maybe a near miss of this repository's.
+    "code_unknown",
+    # How close the code it writes but the repository lacks comes to a name the repository has
+    # (difflib's ratio to the nearest symbol name): "parse_crn" is a near miss of `parse_cron`.
+    "near_miss",
+    # It names one of the repository's committers (alone, a namesake proves little).
+    "author_named",
+    # The share of its words' weight (idf over the repository's chunks) in words the
+    # repository's names or text use: the words a question about it is asked in.
+    "words_used",
+    # How many of its words the repository never uses, neither in a name nor in its text.
+    "words_unknown",
+    # How much more often the repository uses its most telling shared word than English does
+    # (log10 of the share of chunks or names, less the word's English frequency): a shared
+    # "offset" says more than a shared "name".
+    "best_lift",
+    # How common in English the words it shares with the repository are (mean zipf): everyday
+    # words match any repository.
+    "used_zipf",
+    # How rare in English its rarest word is: what a question is about, as a reader would pick.
+    "topic_zipf",
+    # Whether the repository never uses that word.
+    "topic_absent",
+    # That word's absence times the repository's size (log10 of its names or chunks): a large
+    # repository that never uses a word is likelier not to be about it than a small one, whose
+    # few names leave much unsaid.
+    "topic_absent_size",
+    # Nothing but words of asking and of time: nothing to weigh.
+    "no_words",
+    # It names a time or a version ("last week", "in June 2024", "since v0.1.0"): what the
+    # history answers ("what changed last week?").
+    "names_time",
+    # A pasted report (code blocks, tracebacks, paragraphs): about what the code does.
+    "report",
+)
+SCOPE_MEANING = (
+    # The sentence model's largest cosine between the question and the code memory's first
+    # candidates, each read where the question's words are: whether the code means what it asks.
+    "closest",
+    # Its largest cosine to a question people ask a general assistant (`general.py`).
+    "resembles",
+)
+SCOPE = SCOPE_WORDS + SCOPE_MEANING
+# Candidates the sentence model reads, at most: the sparse ranking's first (a bound on its cost).
+CANDIDATES = 8
+
+
+@dataclass(frozen=True)
+class WordReading:
+    """A question's words against one repository: the signals, and the words behind them (what
+    a decision says when it gives its reasons)."""
+
+    values: dict[str, float]
+    used: tuple[str, ...]
+    unknown: tuple[str, ...]
+    topic: str | None
+
+
+def content_words(question: Question, entities: Entities) -> list[str]:
+    """Its words of three letters or more, lower case, each once: no function word of asking,
+    of time or of English, no part of a name it writes as code, nor of a time it names.
+
+    >>> from arela_index.policy.evidence import read_entities
+    >>> q = Question.read("When was the Kafka consumer `read_offset` added last week?")
+    >>> content_words(q, read_entities(q, None))
+    ['kafka', 'consumer', 'added']
+    """
+    skip = STOPWORDS | asking() | of_time()
+    code = {
+        p for n in entities.written for w in words(n) for p in (w.lower(), *split_identifier(w))
+    }
+    code |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
+    code |= {entities.project.lower()} if entities.project else set()
+    found = (
+        part
+        for w in words(question.text)
+        for part in dict.fromkeys((w.lower(), *split_identifier(w)))
+    )
+    return list(
+        dict.fromkeys(p for p in found if p.isalpha() and len(p) > 2 and p not in skip | code)
+    )
+
+
+def read_words(
+    question: Question, entities: Entities, reading: Reading, repository: Repository
+) -> WordReading:
+    """The scope signals of its words and names (`SCOPE_WORDS`)."""
+    asked = content_words(question, entities)
+    weights = [repository.text.weight(w) for w in asked]
+    used = [w for w in asked if repository.uses(w)]
+    unknown = [w for w in asked if w not in used]
+    lifts = [_lift(w, repository) for w in used]
+    topic = min(asked, key=lambda w: (zipf(w), -len(w)), default=None)
+    absent = topic is not None and topic in unknown
+    size = math.log10(1 + repository.size)
+    values = {
+        "names_known": float(entities.names_code),
+        "code_unknown": float(bool(entities.unknown_code)),
+        "near_miss": near_miss(entities.unknown_code, repository),
+        "author_named": float(bool(entities.authors)),
+        "words_used": (
+            sum(w for w, word in zip(weights, asked, strict=True) if word in used) / sum(weights)
+            if asked
+            else 0.0
+        ),
+        "words_unknown": math.log1p(len(unknown)),
+        "best_lift": max(lifts, default=0.0),
+        "used_zipf": sum(map(zipf, used)) / len(used) if used else 0.0,
+        "topic_zipf": zipf(topic) if topic else 0.0,
+        "topic_absent": float(absent),
+        "topic_absent_size": float(absent) * size,
+        "no_words": float(not asked and not entities.written),
+        "names_time": float(bool(question.time.found)),
+        "report": float(reading.report),
+    }
+    return WordReading(values, tuple(used), tuple(unknown), topic)
+
+
+def near_miss(written: Sequence[str], repository: Repository) -> float:
+    """The best likeness of a name it writes to one of the repository's symbol names (0 for
+    none): names that share their first letter and a length a likeness can allow, compared by
+    difflib's ratio.
+
+    >>> from arela_index.text.entities import Vocabulary
+    >>> round(near_miss(["parse_crn"], Repository.of(Vocabulary(symbols=["app.parse_cron"]))), 2)
+    0.95
+    """
+    vocabulary = repository.vocabulary
+    if vocabulary is None:
+        return 0.0
+    best = 0.0
+    for name in written:
+        last = name.lstrip("-").rsplit(".", 1)[-1].lower()
+        for known in vocabulary.names_by_initial.get(last[:1], {}):
+            if 3 * len(last) <= 5 * len(known) and 3 * len(known) <= 5 * len(last):
+                best = max(best, difflib.SequenceMatcher(None, last, known).ratio())
+    return best
+
+
+def _lift(word: str, repository: Repository) -> float:
+    """log10 of how much more often the repository uses `word` than English does."""
+    share = max(repository.text_share(word), repository.name_share(word), 1e-6)
+    return math.log10(share) + 9 - zipf(word)
+
+
+# -- relevance: does a retrieved node help answer the question? ----------------------------------
+RELEVANCE = (
+    # The retriever's own score for the node, in [0, 1].
+    "score",
+    # The share of the question's weight (idf over the repository) in words a chunk of code or
+    # docs holds: there the words are the evidence, while a graph or history node answers by its
+    # relation (a caller, a commit) more than by its words.
+    "code_coverage",
+    # The question names code and the node mentions it.
+    "names_held",
+    # The question names code and the node does not mention it.
+    "names_missing",
+    # The node comes from the memory the question's intents read first (graph for a structural
+    # question, history for a temporal one, code for the others).
+    "memory_fits",
+    # Which memory it comes from: each answers in its own way.
+    "from_graph",
+    "from_audit",
+    # Its rank among what the search returned, as a share of the list (0 first).
+    "rank",
+)
+
+
+def read_node(
+    node: NodeWithScore,
+    text: NodeText,
+    coverage: float,
+    named: bool | None,
+    intents: Sequence[str],
+    rank: float,
+) -> dict[str, float]:
+    """The relevance signals of one node (`RELEVANCE`); `named`: whether it mentions a name the
+    question asks about (None when the question names none)."""
+    memory = str(node.node.metadata.get("memory"))
+    primary = {PRIMARY_MEMORY.get(i, "code") for i in intents} or {"code"}
+    return {
+        "score": float(node.score or 0.0),
+        "code_coverage": coverage if memory == "code" else 0.0,
+        "names_held": float(named is True),
+        "names_missing": float(named is False),
+        "memory_fits": float(memory in primary),
+        "from_graph": float(memory == "graph"),
+        "from_audit": float(memory == "audit"),
+        "rank": rank,
+    }
+
+
+def coverage(text: NodeText, stems: Sequence[str], weights: Sequence[float]) -> float:
+    """The share of the question's weight in stems the text holds (0.5 for a question of none)."""
+    total = sum(weights)
+    if not total:
+        return 0.5
+    return sum(w for s, w in zip(stems, weights, strict=True) if text.has_stem(s)) / total
+
+
+def term_weights(terms: Sequence[str], weights: TermWeights) -> tuple[list[str], list[float]]:
+    """The question's terms as stems, with their idf."""
+    return TermWeights.stems(terms), [weights.weight(t) for t in terms]

@@ -1,0 +1,236 @@
+"""Fit the policy's models on labelled questions and write the one table the package reads.
+
+    python benchmarks/policy_rows.py --repos-dir DIR --index-name NAME --out ROWS.jsonl
+    python scripts/fit_policy.py ROWS.jsonl [--out arela_index/data/policy/table.json]
+
+Each model is a logistic regression (numpy, Newton's method, L2 penalty, features standardised,
+both classes weighing the same). Its bar is chosen on the training data alone, from out-of-fold
+probabilities (leave one repository out within the training repositories): for scope, the
+highest bar at which no more than 3% of in-scope questions are put out of scope (the README's
+target for false abstention); for relevance, the bar of the best F1.
+
+What the fit is judged by holds out whole repositories: each repository in turn is left out,
+the model (and its bar) fitted on the others, and the left-out repository's questions scored.
+The table records those figures per repository, beside the parameters fitted on every
+repository, the labelled files and their hashes, the date and the sentence model's hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arela_index.llm.sentence_model import MODEL_SHA256
+from arela_index.policy.model import Logistic, PolicyTable, fit_logistic
+from arela_index.policy.signals import RELEVANCE, SCOPE, SCOPE_WORDS
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = ROOT / "arela_index" / "data" / "policy" / "table.json"
+LABELLED = [
+    Path("/work/shared/eval/sweqa-public.jsonl"),
+    *sorted((ROOT / "benchmarks").glob("questions_in_scope_blind*.jsonl")),
+    ROOT / "benchmarks" / "questions_pytest_code.jsonl",
+    *sorted((ROOT / "benchmarks").glob("questions_out_of_scope*.jsonl")),
+    ROOT / "tests" / "support" / "routing_questions.yaml",
+]
+FALSE_ABSTENTION = 0.03  # the README's target: in-scope questions put out of scope, at most
+SURE_ERRORS = 0.005  # where a cheaper model is sure: no more wrong answers than this
+L2 = 1.0
+
+Row = dict[str, Any]
+
+
+def label(row: Row) -> bool:
+    return bool(row["relevant"] if row["kind"] == "relevance" else row["in_scope"])
+
+
+def fit(rows: Sequence[Row], features: Sequence[str], choose: Callable[..., float]) -> Logistic:
+    """A model on `rows`, its bar chosen from out-of-fold probabilities within them."""
+    model = fit_logistic([r["values"] for r in rows], [label(r) for r in rows], features, L2)
+    groups = sorted({r["group"] for r in rows})
+    if len(groups) < 3:
+        return model
+    probabilities, labels = [], []
+    for group in groups:
+        inner = [r for r in rows if r["group"] != group]
+        held = [r for r in rows if r["group"] == group]
+        part = fit_logistic([r["values"] for r in inner], [label(r) for r in inner], features, L2)
+        probabilities += [part.probability(r["values"]) for r in held]
+        labels += [label(r) for r in held]
+    p, y = np.array(probabilities), np.array(labels)
+    bar = choose(p, y)
+    sure_no, sure_yes = sure(p, y)
+    return Logistic(
+        model.features, model.weights, model.bias, model.mean, model.scale, bar, sure_no, sure_yes
+    )
+
+
+def sure(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """The probabilities under which, and from which, out-of-fold answers were wrong at most
+    `SURE_ERRORS` of the time: where a cheaper model's answer stands."""
+    order = np.argsort(p)
+    wrong_no = np.cumsum(y[order]) / np.arange(1, len(p) + 1)  # yes among the lowest
+    low = [p[order][i] for i in range(len(p)) if wrong_no[i] <= SURE_ERRORS]
+    rev = order[::-1]
+    wrong_yes = np.cumsum(~y[rev]) / np.arange(1, len(p) + 1)  # no among the highest
+    high = [p[rev][i] for i in range(len(p)) if wrong_yes[i] <= SURE_ERRORS]
+    return (float(max(low)) if low else 0.0), (float(min(high)) if high else 1.0)
+
+
+def scope_bar(p: np.ndarray, y: np.ndarray) -> float:
+    """The highest bar that keeps all but `FALSE_ABSTENTION` of the in-scope questions."""
+    inside = np.sort(p[y])
+    if not len(inside):
+        return 0.5
+    return float(min(0.5, inside[int(FALSE_ABSTENTION * len(inside))]))
+
+
+def relevance_bar(p: np.ndarray, y: np.ndarray) -> float:
+    """The bar of the best F1."""
+    best, bar = -1.0, 0.5
+    for candidate in np.unique(np.round(p, 3)):
+        kept = p >= candidate
+        tp = float((kept & y).sum())
+        f1 = 2 * tp / (kept.sum() + y.sum()) if kept.sum() + y.sum() else 0.0
+        if f1 > best:
+            best, bar = f1, float(candidate)
+    return bar
+
+
+def held_out(
+    rows: Sequence[Row], features: Sequence[str], choose: Callable[..., float]
+) -> dict[str, dict[str, Any]]:
+    """Per repository, the figures of the model fitted without it."""
+    figures: dict[str, dict[str, Any]] = {}
+    for group in sorted({r["group"] for r in rows}):
+        model = fit([r for r in rows if r["group"] != group], features, choose)
+        held = [r for r in rows if r["group"] == group]
+        decided = [(model.decide(r["values"]), label(r)) for r in held]
+        positives = [d for d, y in decided if y]
+        negatives = [d for d, y in decided if not y]
+        figures[group] = {
+            "rows": len(held),
+            "yes_kept": _share(positives, True),
+            "no_refused": _share(negatives, False),
+            "bar": round(model.bar, 3),
+        }
+    return figures
+
+
+def held_out_decisions(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
+    """Per repository, the scope decision as the package takes it, with models fitted without
+    it: the words' model where it is sure (or where the sentence model does not read the
+    question: a report, a time named, nothing but words of asking), else the model of words
+    and meaning."""
+    figures: dict[str, dict[str, Any]] = {}
+    for group in sorted({r["group"] for r in rows}):
+        train = [r for r in rows if r["group"] != group]
+        words = fit(train, SCOPE_WORDS, scope_bar)
+        full = fit(train, SCOPE, scope_bar)
+        decided = []
+        for row in (r for r in rows if r["group"] == group):
+            values = row["values"]
+            p = words.probability(values)
+            by_words = any(values[n] for n in ("report", "no_words", "names_time"))
+            if by_words:
+                inside = p >= words.bar
+            elif p <= words.sure_no or p >= words.sure_yes:
+                inside = p >= words.sure_yes
+            else:
+                inside = full.decide(values)
+            decided.append((inside, label(row)))
+        figures[group] = {
+            "rows": len(decided),
+            "yes_kept": _share([d for d, y in decided if y], True),
+            "no_refused": _share([d for d, y in decided if not y], False),
+        }
+    return figures
+
+
+def _share(decisions: Sequence[bool], wanted: bool) -> float | None:
+    return round(sum(d == wanted for d in decisions) / len(decisions), 4) if decisions else None
+
+
+def summary(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Pooled over the held-out repositories: each question counted once, in its own fold."""
+    kept = [f["yes_kept"] for f in figures.values() if f["yes_kept"] is not None]
+    refused = [f["no_refused"] for f in figures.values() if f["no_refused"] is not None]
+    return {
+        "repositories": len(figures),
+        "mean_yes_kept": round(statistics.mean(kept), 4) if kept else None,
+        "mean_no_refused": round(statistics.mean(refused), 4) if refused else None,
+    }
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rows", type=Path, nargs="+", help="benchmarks/policy_rows.py's outputs")
+    parser.add_argument("--out", type=Path, default=TABLE)
+    args = parser.parse_args()
+    rows = [
+        json.loads(line) for path in args.rows for line in path.read_text().splitlines() if line
+    ]
+    by_kind: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_kind[row["kind"]].append(row)
+    plans = {
+        "scope": (by_kind["scope"], SCOPE, scope_bar),
+        "scope_words": (by_kind["scope"], SCOPE_WORDS, scope_bar),
+        "scope_names": (by_kind["scope_names"], SCOPE_WORDS, scope_bar),
+        "relevance": (by_kind["relevance"], RELEVANCE, relevance_bar),
+    }
+    models, figures = {}, {}
+    for name, (data, features, choose) in plans.items():
+        if not data:
+            raise SystemExit(f"no {name} rows: run benchmarks/policy_rows.py (see its --help)")
+        models[name] = fit(data, features, choose)
+        per = held_out(data, features, choose)
+        figures[name] = {"held_out": per, "summary": summary(per)}
+        print(name, json.dumps(figures[name]["summary"]))
+        for group, f in per.items():
+            print(f"  {group:32} {json.dumps(f)}")
+    provenance = {
+        "fitted": datetime.date.today().isoformat(),
+        "script": "scripts/fit_policy.py",
+        "rows": {p.name: sha256(p) for p in args.rows},
+        "row_count": len(rows),
+        "labelled": {
+            str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p): sha256(p)
+            for p in LABELLED
+            if p.exists()
+        },
+        "sentence_model_sha256": MODEL_SHA256,
+        "false_abstention_target": FALSE_ABSTENTION,
+        "sure_errors": SURE_ERRORS,
+        "l2": L2,
+        "figures": figures,
+    }
+    decision = held_out_decisions(by_kind["scope"])
+    figures["scope_decision"] = {"held_out": decision, "summary": summary(decision)}
+    print("scope_decision", json.dumps(figures["scope_decision"]["summary"]))
+    for group, f in decision.items():
+        print(f"  {group:32} {json.dumps(f)}")
+    version = hashlib.sha256(
+        json.dumps({k: m.to_dict() for k, m in models.items()}, sort_keys=True).encode()
+    ).hexdigest()[:12]
+    table = PolicyTable(models, provenance, version)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(table.to_dict(), indent=1) + "\n")
+    print(f"wrote {args.out} (version {version})")
+
+
+if __name__ == "__main__":
+    main()
