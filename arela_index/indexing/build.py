@@ -23,7 +23,6 @@ from llama_index.core.schema import TextNode
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
-from arela_index.indexing.changes import Changes
 from arela_index.indexing.freshness import Snapshot, built_here, embedding_plan
 from arela_index.indexing.health import FAILED, partial_memories
 from arela_index.indexing.persist import (
@@ -33,16 +32,17 @@ from arela_index.indexing.persist import (
     current_build,
     current_build_or_none,
     known_files,
-    link_memory,
     new_build,
     save_file_stats,
 )
-from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import EmbeddingPlan, Runtime, say_offline_once
 from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
 from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
 from arela_index.stores.embedding import EmbeddingInfo
+from arela_index.stores.links import link_memory
 
 if TYPE_CHECKING:
     from arela_index.stores.graph import GraphStore
@@ -126,7 +126,7 @@ class _Progress:
 
 def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode]]:
     """Parse a file once; its definitions both feed the graph and cut its chunks."""
-    from arela_index.indexing.chunking import chunk_file
+    from arela_index.ingest.chunking import chunk_file
     from arela_index.parsing.dispatch import extract_symbols, parses
 
     text = file.read_text()

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FAILED = "failed"
-PARSER_CRASHES = "parser_crashes"
+from arela_index.stores.stats import FAILED, PARSER_CRASHES
 
 
 @dataclass(frozen=True)

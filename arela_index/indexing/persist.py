@@ -38,7 +38,7 @@ from typing import Any
 
 from arela_index import __version__
 from arela_index.errors import REBUILD, ArelaError, IndexProblem, corrupt, printable
-from arela_index.indexing.inside import Folder, LinkOnPath, read_file_nofollow
+from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow
 
 # 2: the code memory's BM25 is two bm25s indexes (chunks, files) saved by bm25s itself.
 # 3: each without its corpus, its documents' names in names.json beside it.
@@ -448,27 +448,6 @@ def _link_refused(path: Path) -> ArelaError:
     )
 
 
-def link_memory(source: Path, target: Path) -> None:
-    """A memory of the previous build taken as it is into a new one: its files hard-linked
-    (copied where links are refused). Builds never write a file of a finished build, so
-    sharing them is safe; the old build folder's removal leaves them to the new one."""
-    for path in sorted(source.rglob("*")):
-        dest = target / path.relative_to(source)
-        if path.is_dir():
-            dest.mkdir(parents=True, exist_ok=True)
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        link_file(path, dest)
-
-
-def link_file(source: Path, target: Path) -> None:
-    """One file of the previous build taken into a new one (see `link_memory`)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
-
-
 def current_build_or_none(persist_dir: Path) -> Path | None:
     try:
         return current_build(persist_dir)
@@ -577,7 +556,7 @@ def check_folder(persist_dir: Path, root: Path) -> None:
 
 def tracked_paths(root: Path, top: str) -> list[str]:
     """The paths git tracks under `top` (a name in the repository's root folder)."""
-    from arela_index.indexing.scanner import git
+    from arela_index.ingest.scanner import git
 
     out = git(root, "ls-files", "-z", "--", top)
     return [p.decode("utf-8", "replace") for p in out.split(b"\0") if p] if out else []

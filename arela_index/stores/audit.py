@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from arela_index.errors import corrupt
-from arela_index.indexing.changes import Changes
-from arela_index.indexing.credentials import redact_secrets
-from arela_index.indexing.scanner import ScanResult
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.credentials import redact_secrets
+from arela_index.ingest.scanner import ScanResult
 from arela_index.stores.decisions import Decision, is_decision_file, read_decisions
 from arela_index.stores.history import (
     Commit,

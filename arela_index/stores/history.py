@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import IO
 
 from arela_index.errors import printable
-from arela_index.indexing.credentials import redact_secrets
-from arela_index.indexing.languages import detect_language, is_doc
-from arela_index.indexing.scanner import git, git_head
+from arela_index.ingest.credentials import redact_secrets
+from arela_index.ingest.languages import detect_language, is_doc
+from arela_index.ingest.scanner import git, git_head
 
 # A record starts with NUL, RS and a token drawn afresh for each read (the {}). A text patch can
 # hold NUL and RS (git diffs a file as text when its first NUL lies past byte 8,000); it cannot
