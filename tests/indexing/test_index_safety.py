@@ -118,6 +118,7 @@ DAMAGE = ("truncated", "emptied", "overwritten", "bytes flipped", "deleted")
 INDEX_FILES = (
     "manifest.json",
     "code/chunks.jsonl",
+    "code/chunks.index.npy",
     "code/vectors.faiss",
     "code/embedding.json",
     "code/bm25/vocab.index.json",
