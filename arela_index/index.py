@@ -26,7 +26,7 @@ from arela_index.indexing.persist import (
     rebuild_command,
     with_command,
 )
-from arela_index.indexing.scanner import resolve_root
+from arela_index.ingest.scanner import resolve_root
 from arela_index.llm.runtime import Runtime, detect, embedder_for_index, say_offline_once
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.code import CodeStore

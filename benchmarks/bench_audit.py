@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from arela_index.indexing.changes import Changes
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import scan_repository
 from arela_index.retrievers.audit import AuditLogRetriever
 from arela_index.stores.audit import DB_FILE, AuditStore
 from arela_index.text.entities import Vocabulary

@@ -14,9 +14,9 @@ import statistics
 import time
 from collections import Counter
 
-from arela_index.indexing.chunking import chunk_file
-from arela_index.indexing.languages import is_doc
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.chunking import chunk_file
+from arela_index.ingest.languages import is_doc
+from arela_index.ingest.scanner import scan_repository
 from arela_index.parsing.dispatch import extract_symbols
 
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from arela_index.cli.evaluate import percentile
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.symbols import CLASS_KINDS, FileSymbols
 from arela_index.retrievers.graph import CodeGraphRetriever

@@ -112,7 +112,7 @@ def stock_chunks(repo: Path, config: ArelaConfig, persist_dir: Path) -> tuple[li
     from llama_index.core import Document
     from llama_index.core.node_parser import CodeSplitter, SentenceSplitter
 
-    from arela_index.indexing.scanner import scan_repository
+    from arela_index.ingest.scanner import scan_repository
     from arela_index.parsing.grammars import get_parser, grammar_languages
 
     scan = scan_repository(repo, config, persist_dir)

@@ -39,8 +39,8 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.config import ArelaConfig
 from arela_index.indexing.build import parse_code
-from arela_index.indexing.languages import is_doc
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.languages import is_doc
+from arela_index.ingest.scanner import scan_repository
 from arela_index.llm.static_embedding import StaticEmbedding, default_static_embedding
 from arela_index.retrievers.code import CodeMemoryRetriever
 from arela_index.stores.code import CodeStore

@@ -19,7 +19,7 @@ Relevance rows: the code memory's first chunks for each in-scope question that h
 (SWE-QA, the pytest set); a chunk is relevant when its file is a gold file.
 
 Every row carries `group` (the repository, owner/name): the fit holds out whole groups. The four
-large repositories of /work/shared/eval/derived are never read here.
+large repositories of benchmarks/sets/derived are never read here.
 """
 
 from __future__ import annotations

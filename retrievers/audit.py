@@ -12,7 +12,7 @@ from typing import Literal
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from arela_index.indexing.languages import detect_language
+from arela_index.ingest.languages import detect_language
 from arela_index.nodes import make_node, node_id
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord

@@ -23,7 +23,6 @@ from typing import Any
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
-from arela_index.indexing.changes import Changes
 from arela_index.indexing.health import partial_memories
 from arela_index.indexing.persist import (
     Manifest,
@@ -31,7 +30,8 @@ from arela_index.indexing.persist import (
     current_build,
     rebuild_command,
 )
-from arela_index.indexing.scanner import git, resolve_root
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import git, resolve_root
 from arela_index.llm.sentence_model import SentenceModel
 from arela_index.policy.general import GeneralQuestions
 
@@ -285,7 +285,7 @@ def _embedding_check(
 def _freshness_checks(
     root: Path, persist_dir: Path, config: ArelaConfig, manifest: Manifest, refresh: str
 ) -> Iterator[Check]:
-    from arela_index.indexing.scanner import scan_repository
+    from arela_index.ingest.scanner import scan_repository
 
     scan = scan_repository(root, config, persist_dir)
     changes = Changes.between(manifest.files, {f.path: f.sha256 for f in scan.files})

@@ -1,1 +1,2 @@
-"""Indexing a repository: which files (scanner), cut into chunks, built into the three memories, persisted atomically."""
+"""Indexing a repository: the ingested files built into the three memories, persisted
+atomically, kept fresh, and their health reported."""

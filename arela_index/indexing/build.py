@@ -23,7 +23,6 @@ from llama_index.core.schema import TextNode
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
-from arela_index.indexing.changes import Changes
 from arela_index.indexing.freshness import Snapshot, built_here, embedding_plan
 from arela_index.indexing.health import FAILED, partial_memories
 from arela_index.indexing.persist import (
@@ -33,16 +32,17 @@ from arela_index.indexing.persist import (
     current_build,
     current_build_or_none,
     known_files,
-    link_memory,
     new_build,
     save_file_stats,
 )
-from arela_index.indexing.scanner import ScanResult, SourceFile, resolve_root, scan_repository
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import EmbeddingPlan, Runtime, say_offline_once
 from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
 from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
 from arela_index.stores.embedding import EmbeddingInfo
+from arela_index.stores.links import link_memory
 
 if TYPE_CHECKING:
     from arela_index.stores.graph import GraphStore
@@ -126,7 +126,7 @@ class _Progress:
 
 def parse_and_chunk(file: SourceFile) -> tuple[FileSymbols | None, list[TextNode]]:
     """Parse a file once; its definitions both feed the graph and cut its chunks."""
-    from arela_index.indexing.chunking import chunk_file
+    from arela_index.ingest.chunking import chunk_file
     from arela_index.parsing.dispatch import extract_symbols, parses
 
     text = file.read_text()
@@ -233,7 +233,9 @@ def _unchanged(root: Path, config: ArelaConfig, runtime: Runtime) -> BuildSummar
     say_offline_once(config, runtime)
     # A sparse index says what would embed it; vectors kept for their model change nothing here.
     sparse = plan.note if plan.info is None else None
-    if stale:
+    if stale or manifest.memories.get("audit", {}).get("pending"):
+        # A build that published its code and graph memories and stopped before the history's
+        # changes were read: read them now.
         return _history_only(root, config, runtime, persist_dir, key, started, sparse)
     notes = [f"nothing changed since the build of {manifest.built_at}: no memory was rebuilt"]
     return _summary_of(manifest, root, persist_dir, runtime, started, notes, sparse)
@@ -400,20 +402,27 @@ def _build_scanned(
         with new_build(persist_dir) as folder:
             snapshot.save(folder)
             save_file_stats(folder, scan.stats)
+
+            def publish(memories: dict[str, dict[str, Any]], embedding: Any) -> None:
+                """The code and graph memories made CURRENT with the history's messages,
+                ahead of this build (which goes on reading what each commit changed)."""
+                with new_build(persist_dir, keep=folder) as early:
+                    snapshot.save(early)
+                    save_file_stats(early, scan.stats)
+                    for name in ("code", "graph"):
+                        link_memory(folder / name, early / name)
+                    link_memory(folder / _EARLY_AUDIT, early / "audit")
+                    _manifest(scan, embedding, memories, started).save(early)
+                timings["answerable"] = time.perf_counter() - started
+                _say_answerable(config, timings["answerable"])
+
             built = _build_memories(
-                scan, folder, previous, changes, (plan, vectors), config, timings, graph_side
+                scan, folder, previous, changes, (plan, vectors), config, timings, graph_side,
+                None if previous else publish,
+            )  # fmt: skip
+            _manifest(scan, built.embedding, built.memories, started).save(
+                folder, (previous.folder, previous.manifest.checksums) if previous else None
             )
-            Manifest(
-                repo_root=str(scan.root),
-                head=scan.head,
-                embedding=None if built.embedding is None else built.embedding.__dict__,
-                files=hashes,
-                build_seconds=round(time.perf_counter() - started, 3),
-                memories=built.memories,
-                skipped=dict(scan.skip_reasons()),
-                languages=dict(scan.by_language()),
-                parser_version=PARSER_VERSION,
-            ).save(folder, (previous.folder, previous.manifest.checksums) if previous else None)
     made = built.embedding
     return BuildSummary(
         repo=str(scan.root),
@@ -437,6 +446,42 @@ def _build_scanned(
     )
 
 
+def _manifest(
+    scan: ScanResult,
+    embedding: EmbeddingInfo | None,
+    memories: dict[str, dict[str, Any]],
+    started: float,
+) -> Manifest:
+    return Manifest(
+        repo_root=str(scan.root),
+        head=scan.head,
+        embedding=None if embedding is None else embedding.__dict__,
+        files={f.path: f.sha256 for f in scan.files},
+        build_seconds=round(time.perf_counter() - started, 3),
+        memories=memories,
+        skipped=dict(scan.skip_reasons()),
+        languages=dict(scan.by_language()),
+        parser_version=PARSER_VERSION,
+    )
+
+
+def _say_answerable(config: ArelaConfig, seconds: float) -> None:
+    if config.show_progress if config.show_progress is not None else sys.stderr.isatty():
+        print(
+            f"arela: answerable after {seconds:.1f} s (code and graph memories, the history's "
+            "messages); reading what each commit changed",
+            file=sys.stderr,
+        )
+
+
+# Where a build keeps the history's messages (`_light_audit`) until it publishes them.
+_EARLY_AUDIT = "audit-messages"
+# Commits from which a build publishes the code and graph memories before the history's changes:
+# diffs are read at one to three thousand commits a second (benchmarks/bench_audit.py), so a
+# shorter history is whole by the time the files are parsed.
+_EARLY_FROM = 2000
+
+
 def _build_memories(
     scan: ScanResult,
     folder: Path,
@@ -446,18 +491,28 @@ def _build_memories(
     config: ArelaConfig,
     timings: dict[str, float],
     graph_side: ProcessPoolExecutor | None = None,
+    publish: Callable[[dict[str, dict[str, Any]], EmbeddingInfo | None], None] | None = None,
 ) -> _Built:
     """The three memories into `folder`: only the changed files' chunks are parsed again (a
-    refresh's graph in `graph_side`, the process `_graph_process` made)."""
+    refresh's graph in `graph_side`, the process `_graph_process` made). With `publish`, a long
+    history's messages are read first, and when the code and graph memories are made before
+    the history's changes are, `publish` makes them answerable at once."""
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
     plan = embedding[0]
-    with _parse_pool(len(todo)) as pool, _side_process() as side:
+    with (
+        _parse_pool(len(todo)) as pool,
+        _side_process() as side,
+        _one_process(_worker_start) if publish else contextlib.nullcontext() as first,
+    ):
         # History is read by git and a process of its own while the files are parsed: no
         # interpreter lock shared with the parsing, and a lower CPU priority, so the code
         # memory's few seconds of parsing are not stretched by git diffing a long history
         # on the same cores (the history gets the cores back as soon as parsing is done).
         before = previous.folder if previous else None
+        # The messages in a process of their own at the parsing's priority: what a history
+        # question finds before the changes are read, and ready when the code memory is.
+        messages = first.submit(_light_audit, scan, folder / _EARLY_AUDIT) if first else None
         audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
         with _timer(timings, "parse"):
             parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
@@ -492,7 +547,11 @@ def _build_memories(
         else:
             with _timer(timings, "graph"):
                 graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
+        early = messages.result() if messages is not None and not audit_job.done() else None
+        if publish is not None and early is not None:
+            publish({"code": code_stats, "graph": graph_stats, "audit": early}, code_embedding)
         audit, timings["audit"] = audit_job.result()
+        shutil.rmtree(folder / _EARLY_AUDIT, ignore_errors=True)
     memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
     return _Built(code_embedding, count, memories)
 
@@ -727,6 +786,21 @@ def _build_audit(
         reason = f"{type(exc).__name__}: {printable(str(exc), 200)}"
         stats = {"commits": 0, "decisions": 0, "git": scan.is_git, FAILED: reason}
     return stats, time.perf_counter() - started
+
+
+def _light_audit(scan: ScanResult, directory: Path) -> dict[str, Any] | None:
+    """The stats of an audit memory of the history's messages (`AuditStore.build` without
+    diffs), or None when the history is short or cannot be read so (the full one says why)."""
+    from arela_index.stores.audit import AuditStore
+    from arela_index.stores.history import list_commits
+
+    try:
+        if len(list_commits(scan.root)) < _EARLY_FROM:
+            return None
+        return AuditStore.build(scan, directory, diffs=False).stats()
+    except Exception:
+        shutil.rmtree(directory, ignore_errors=True)
+        return None
 
 
 def _same_history(scan: ScanResult, previous: Path, changes: Changes | None) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 from arela_index import __version__
 from arela_index.config import ArelaConfig
 from arela_index.indexing.persist import Manifest
-from arela_index.indexing.scanner import examine_paths, git, git_head, listed_paths
+from arela_index.ingest.scanner import examine_paths, git, git_head, listed_paths
 from arela_index.llm.runtime import EmbeddingPlan, Runtime, embedding_key, plan_embedding
 from arela_index.parsing.symbols import PARSER_VERSION
 from arela_index.stores.embedding import EmbeddingInfo

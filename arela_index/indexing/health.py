@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FAILED = "failed"
-PARSER_CRASHES = "parser_crashes"
+from arela_index.stores.stats import FAILED, PARSER_CRASHES
 
 
 @dataclass(frozen=True)
@@ -52,6 +51,8 @@ def partial_memories(
                     f"{rebuild}; if it fails again, ARELA_DEBUG=1 shows where",
                 )
             )
+        elif name == "audit" and stats.get("pending"):
+            found.append(_pending(stats, root, persist_dir))
         elif name == "audit" and stats.get("partial") and not stats.get("limit"):
             found.append(_history(stats, root, persist_dir))
         elif stats.get(PARSER_CRASHES):
@@ -65,6 +66,18 @@ def partial_memories(
                 )
             )
     return found
+
+
+def _pending(stats: Mapping[str, Any], root: str, persist_dir: Path | None) -> Partial:
+    """The history of a build that published its code and graph memories before it had read
+    what each commit changed: still being read, or left so by a build that stopped."""
+    from arela_index.indexing.persist import build_running, rebuild_command
+
+    read = f"{stats.get('commits', 0)} commits read, their messages only: the files and functions each changed"
+    if persist_dir is not None and build_running(persist_dir):
+        return Partial("audit", f"{read} are still being read", "they fill in when the build ends")
+    refresh = rebuild_command(root, persist_dir, refresh=True)
+    return Partial("audit", f"{read} were not read (the build stopped)", f"`{refresh}` reads them")
 
 
 def _history(stats: Mapping[str, Any], root: str, persist_dir: Path | None) -> Partial:

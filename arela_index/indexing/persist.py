@@ -38,7 +38,7 @@ from typing import Any
 
 from arela_index import __version__
 from arela_index.errors import REBUILD, ArelaError, IndexProblem, corrupt, printable
-from arela_index.indexing.inside import Folder, LinkOnPath, read_file_nofollow
+from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow
 
 # 2: the code memory's BM25 is two bm25s indexes (chunks, files) saved by bm25s itself.
 # 3: each without its corpus, its documents' names in names.json beside it.
@@ -324,13 +324,33 @@ def _busy(persist_dir: Path, holder: str) -> IndexBusy:
     )
 
 
+def build_running(persist_dir: Path) -> bool:
+    """Whether a build holds the index folder's lock now: the lock file names a process that is
+    alive (a build killed outright leaves its name behind, and holds nothing)."""
+    try:
+        holder = read_file_nofollow(persist_dir / _LOCK, 4096).decode("ascii").split()
+        pid = int(holder[1]) if len(holder) == 2 and holder[0] == "pid" else 0
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
+
 @contextlib.contextmanager
-def new_build(persist_dir: Path) -> Iterator[Path]:
+def new_build(persist_dir: Path, keep: Path | None = None) -> Iterator[Path]:
     """A fresh build folder that becomes CURRENT only if the block completes. Call under build_lock.
 
-    A disk that fills meanwhile is one line naming the folder and what to free; the previous
-    index stays whole."""
-    _remove_stale(persist_dir)
+    Folders of builds that never became CURRENT are removed first, but `keep` (the build this one
+    is published ahead of). A disk that fills meanwhile is one line naming the folder and what to
+    free; the previous index stays whole."""
+    _remove_stale(persist_dir, keep)
     folder = persist_dir / f"build-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     try:
         folder.mkdir()
@@ -428,27 +448,6 @@ def _link_refused(path: Path) -> ArelaError:
     )
 
 
-def link_memory(source: Path, target: Path) -> None:
-    """A memory of the previous build taken as it is into a new one: its files hard-linked
-    (copied where links are refused). Builds never write a file of a finished build, so
-    sharing them is safe; the old build folder's removal leaves them to the new one."""
-    for path in sorted(source.rglob("*")):
-        dest = target / path.relative_to(source)
-        if path.is_dir():
-            dest.mkdir(parents=True, exist_ok=True)
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        link_file(path, dest)
-
-
-def link_file(source: Path, target: Path) -> None:
-    """One file of the previous build taken into a new one (see `link_memory`)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
-
-
 def current_build_or_none(persist_dir: Path) -> Path | None:
     try:
         return current_build(persist_dir)
@@ -456,16 +455,16 @@ def current_build_or_none(persist_dir: Path) -> Path | None:
         return None
 
 
-def _remove_stale(persist_dir: Path) -> None:
-    """Folders of builds that were killed before they became CURRENT: only folders named as
-    arela names them, never a link."""
+def _remove_stale(persist_dir: Path, keep: Path | None = None) -> None:
+    """Folders of builds that were killed before they became CURRENT (but `keep`): only folders
+    named as arela names them, never a link."""
     live = current_build_or_none(persist_dir)
     with os.scandir(persist_dir) as entries:
         for entry in entries:
             if entry.is_symlink():
                 continue
             path = persist_dir / entry.name
-            if _BUILD_NAME.fullmatch(entry.name) and entry.is_dir() and path != live:
+            if _BUILD_NAME.fullmatch(entry.name) and entry.is_dir() and path not in (live, keep):
                 shutil.rmtree(path, ignore_errors=True)
             elif _POINTER_TMP.fullmatch(entry.name) and entry.is_file():
                 path.unlink(missing_ok=True)
@@ -557,7 +556,7 @@ def check_folder(persist_dir: Path, root: Path) -> None:
 
 def tracked_paths(root: Path, top: str) -> list[str]:
     """The paths git tracks under `top` (a name in the repository's root folder)."""
-    from arela_index.indexing.scanner import git
+    from arela_index.ingest.scanner import git
 
     out = git(root, "ls-files", "-z", "--", top)
     return [p.decode("utf-8", "replace") for p in out.split(b"\0") if p] if out else []

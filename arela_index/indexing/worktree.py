@@ -23,7 +23,7 @@ from llama_index.core.schema import NodeWithScore
 from arela_index.config import ArelaConfig
 from arela_index.indexing.freshness import Snapshot, file_key
 from arela_index.indexing.persist import Manifest, rebuild_command
-from arela_index.indexing.scanner import examine_paths
+from arela_index.ingest.scanner import examine_paths
 from arela_index.query.answers import citation
 from arela_index.trace import Trace
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, printable
 from arela_index.indexing.persist import current_build_or_none
-from arela_index.indexing.scanner import resolve_root
+from arela_index.ingest.scanner import resolve_root
 from arela_index.mcp.watch import Watcher
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from arela_index.errors import printable
-from arela_index.indexing.scanner import git
+from arela_index.ingest.scanner import git
 
 log = logging.getLogger("arela_index.mcp")
 

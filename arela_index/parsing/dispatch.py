@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from arela_index.errors import printable
-from arela_index.indexing.scanner import SourceFile
+from arela_index.ingest.scanner import SourceFile
 from arela_index.parsing.modules import module_name, module_of
 from arela_index.parsing.python import SYNTAX_ERROR, parse_python
 from arela_index.parsing.symbols import CRASH_MARK, FileSymbols

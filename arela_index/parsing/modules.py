@@ -24,7 +24,7 @@ import re
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-from arela_index.indexing.inside import read_file_nofollow
+from arela_index.ingest.inside import read_file_nofollow
 
 _NOT_IDENT = re.compile(r"\W")
 _SOURCE_ROOTS = ("src",)

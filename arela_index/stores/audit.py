@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from arela_index.errors import corrupt
-from arela_index.indexing.changes import Changes
-from arela_index.indexing.credentials import redact_secrets
-from arela_index.indexing.scanner import ScanResult
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.credentials import redact_secrets
+from arela_index.ingest.scanner import ScanResult
 from arela_index.stores.decisions import Decision, is_decision_file, read_decisions
 from arela_index.stores.history import (
     Commit,
@@ -195,6 +195,7 @@ class AuditStore:
         previous: AuditStore | None = None,
         changes: Changes | None = None,
         max_commits: int | None = None,
+        diffs: bool = True,
     ) -> AuditStore:
         """Index the history and decision records of a scanned repository into `directory`.
 
@@ -202,6 +203,8 @@ class AuditStore:
         when one of their files changed; when that HEAD is no longer in the history (a rebase, an
         amend, a reset), rebuild from scratch and say so in `stats()["rebuilt"]`. `max_commits`
         keeps only the newest commits (for benchmarks; the memory is then marked partial).
+        Without `diffs`, commits come with their messages only, in seconds on a long history,
+        and the memory is marked `pending` (a build then reads their changes: `indexing.build`).
         """
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / DB_FILE
@@ -223,7 +226,9 @@ class AuditStore:
             else:
                 conn.executescript(_SCHEMA + _DECISION_SCHEMA)
             appended = (
-                _ingest(conn, scan.root, facts, since, max_commits, stats) if facts.head else 0
+                _ingest(conn, scan.root, facts, since, max_commits, stats, diffs)
+                if facts.head
+                else 0
             )
             conn.executescript(_INDEXES)
             if reuse:
@@ -614,6 +619,7 @@ def _ingest(
     since: str | None,
     max_commits: int | None,
     stats: dict[str, Any],
+    diffs: bool = True,
 ) -> int:
     """Append the commits after `since` (all of them without it); ids keep growing with newness."""
     commits = list_commits(root, since, facts, max_commits)
@@ -622,7 +628,9 @@ def _ingest(
     done = 0
     unreadable: list[int] = []
     failure: list[str] = []  # git could not diff some commits: they come without their changes
-    log = read_log(root, facts=facts, commits=commits, unreadable=unreadable, failure=failure)
+    log = read_log(
+        root, facts=facts, commits=commits, unreadable=unreadable, failure=failure, diffs=diffs
+    )
     try:
         for batch in _batches(log):
             # Parts of the history arrive interleaved: a commit's id follows from its position.
@@ -639,6 +647,9 @@ def _ingest(
     if max_commits and total >= max_commits and not since:
         stats["partial"] = True
         stats["limit"] = max_commits
+    if not diffs and done:
+        # Whole in commits, not in what they changed: every "is it whole" test reads `partial`.
+        stats["partial"] = stats["pending"] = True
     return done
 
 

@@ -9,7 +9,9 @@ is bm25s's own to the last bit (tests/stores/test_code_bm25_build.py holds it to
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,29 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     }
 
 
+_VOCAB = "vocab.index.json"
+_read: dict[tuple[Any, ...], dict[str, int]] = {}
+_reading = threading.Lock()
+
+
+def saved_vocabulary(folder: Path) -> dict[str, int]:
+    """The vocabulary of a bm25s index saved in `folder` (term -> id), read once per process
+    however many ask: the grader's term counts and the code memory's search share it (on a
+    large repository it is a few hundred thousand terms, tens of MB once read)."""
+    path = folder / _VOCAB
+    with _reading:
+        info = path.stat()
+        key = (str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
+        if key not in _read:
+            vocab = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(vocab, dict):
+                raise ValueError(f"{path} holds no vocabulary")
+            while len(_read) >= 2:  # a refreshed index's replaces the oldest
+                del _read[next(iter(_read))]
+            _read[key] = vocab
+        return _read[key]
+
+
 class DocumentCounts:
     """How many documents of a saved bm25s index hold each term, read from its vocabulary and
     column pointers alone: with Lucene scoring every document holding a term has a score for
@@ -134,10 +159,11 @@ class DocumentCounts:
 
         # Memory-mapped: the scores and documents are never read, only the column pointers.
         try:
-            index = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+            index = bm25s.BM25.load(str(folder), mmap=True, load_vocab=False, show_progress=False)
+            vocab = saved_vocabulary(folder)
         except Exception as exc:  # bm25s raises many kinds on a damaged folder
             raise ValueError(f"{folder} cannot be read: {type(exc).__name__}") from exc
-        vocab, pointers = index.vocab_dict, np.asarray(index.scores["indptr"])
+        pointers = np.asarray(index.scores["indptr"])
         # bm25s numbers its own empty token after the terms, with no column of its own.
         if not isinstance(vocab, dict) or len(pointers) < len(vocab):
             raise ValueError("vocabulary and column pointers do not fit")

@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from arela_index.errors import ArelaError, OllamaUnavailable, corrupt
-from arela_index.nodes import make_node
-from arela_index.stores.code_refresh import CHUNKS_FILE, EMBEDDING_FILE, chunk_id, chunk_line
+from arela_index.stores.chunk_file import CHUNKS_FILE, ChunkFile, chunk_line, save_chunks
+from arela_index.stores.code_refresh import EMBEDDING_FILE, chunk_id
 from arela_index.stores.code_search import CodeSearch, SparseIndex
 from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import (
@@ -32,7 +33,6 @@ from arela_index.stores.vectors import (
     store_record,
 )
 
-_CHUNKS = CHUNKS_FILE
 _EMBEDDING = EMBEDDING_FILE
 
 
@@ -47,7 +47,7 @@ class CodeStore:
 
     def __init__(
         self,
-        chunks: list[TextNode],
+        chunks: Sequence[TextNode],
         stored: ChunkVectors | None = None,
         embedding: EmbeddingInfo | None = None,
         sparse: SparseIndex | None = None,
@@ -57,8 +57,6 @@ class CodeStore:
         # this process (then `dense` is None).
         self.stored = stored
         self.embedding = embedding
-        self.by_id = {c.node_id: c for c in chunks}
-        self.position = {c.node_id: i for i, c in enumerate(chunks)}
         self.sparse = sparse  # None without chunks
         self._search: CodeSearch | None = None
         self._lock = threading.Lock()
@@ -102,7 +100,7 @@ class CodeStore:
         if embedding is not None and chunks:
             before = None
             if previous is not None:
-                before = Before(previous.chunks, previous.stored, previous.embedding)
+                before = Before(list(previous.chunks), previous.stored, previous.embedding)
             try:
                 stored = build_vectors(
                     chunks, directory, embed_model, embedding, vector_store, before, progress, reuse
@@ -125,14 +123,28 @@ class CodeStore:
 
     def _save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / _CHUNKS, "w", encoding="utf-8") as fh:
-            fh.writelines(chunk_line(c) + "\n" for c in self.chunks)
+        save_chunks(
+            directory,
+            [chunk_line(c).encode("ascii") for c in self.chunks],
+            [str(c.metadata.get("file_path") or "") for c in self.chunks],
+            [str(c.metadata.get("kind")) for c in self.chunks],
+        )
         if self.stored is not None and self.embedding is not None:
             row = {**asdict(self.embedding), "store": self.stored.record}
             (directory / _EMBEDDING).write_text(json.dumps(row), encoding="utf-8")
             self.stored.save_ids(directory, [c.node_id for c in self.chunks])
         if self.sparse is not None:
             self.sparse.save(directory, [c.node_id for c in self.chunks])
+
+    @cached_property
+    def by_id(self) -> dict[str, TextNode]:
+        """Each chunk by its node id (reads every chunk: for tools, not for questions)."""
+        return {c.node_id: c for c in self.chunks}
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Each chunk's position by its node id."""
+        return {c.node_id: i for i, c in enumerate(self.chunks)}
 
     @classmethod
     def load(
@@ -143,7 +155,7 @@ class CodeStore:
         Vectors a build put in a store of the caller's are reached through `vector_store`,
         which must be that store; without it the store has no dense side.
         """
-        chunks = _load_chunks(directory / _CHUNKS)
+        chunks = ChunkFile.open(directory)
         embedding, record = _load_embedding(directory)
         stored = None
         if embedding is not None and record is not None:
@@ -220,27 +232,13 @@ class CodeStore:
         }
 
 
-def _load_chunks(path: Path) -> list[TextNode]:
-    chunks: list[TextNode] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                chunks.append(make_node(row.pop("text"), id_=row.pop("id"), **row))
-    except FileNotFoundError:
-        raise corrupt(path, "missing") from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise corrupt(path, f"not valid chunk records: {_one_line(exc)}") from None
-    return chunks
-
-
 def _first_id(directory: Path) -> str | None:
     """The store's id of the first chunk that has a vector, read without reading every chunk."""
     path = directory / IDS_FILE
     if path.exists():
         ids = json.loads(path.read_text(encoding="utf-8"))["ids"]
         return next((str(pid) for pid in ids if pid is not None), None)
-    with open(directory / _CHUNKS, "rb") as fh:
+    with open(directory / CHUNKS_FILE, "rb") as fh:
         first = fh.readline()
     return point_id(chunk_id(first)) if first.strip() else None
 

@@ -15,18 +15,11 @@ from typing import Any
 
 from llama_index.core.schema import TextNode
 
-from arela_index.nodes import METADATA_KEYS
+from arela_index.stores.chunk_file import CHUNKS_FILE, chunk_line, save_chunks
 from arela_index.stores.code_search import SparseIndex, Terms, chunk_terms
 
-CHUNKS_FILE = "chunks.jsonl"
 EMBEDDING_FILE = "embedding.json"  # the model, its dimension and which store holds the vectors
 _ID = b'{"id": "'
-
-
-def chunk_line(chunk: TextNode) -> str:
-    """A chunk as one line of the code memory's chunks file."""
-    meta = {k: chunk.metadata.get(k) for k in METADATA_KEYS}
-    return json.dumps({"id": chunk.node_id, "text": chunk.text, **meta}, ensure_ascii=True)
 
 
 def refresh_sparse(
@@ -59,30 +52,29 @@ def refresh_sparse(
     ids: list[str] = []
     doc_paths: list[str] = []
     docs: list[list[str] | int] = []
-    kinds: Counter[str] = Counter()
+    kinds: list[str] = []
     for path in sorted(kept_rows.keys() | new_rows.keys()):
         for row in kept_rows.get(path, ()):
             out.append(lines[row])
             ids.append(chunk_id(lines[row]))
             docs.append(row)
             doc_paths.append(path)
+            kinds.append(_kind(lines[row]))
         for k in new_rows.get(path, ()):
             chunk = chunks[k]
             out.append(chunk_line(chunk).encode("ascii"))
             ids.append(chunk.node_id)
             docs.append(tokens[k] if tokens[k] is not None else chunk_terms(chunk))  # type: ignore[arg-type]
             doc_paths.append(path)
-            kinds[str(chunk.metadata.get("kind"))] += 1
-    kinds.update(_kinds([lines[r] for rows in kept_rows.values() for r in rows]))
+            kinds.append(str(chunk.metadata.get("kind")))
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / CHUNKS_FILE, "wb") as fh:
-        fh.writelines(line + b"\n" for line in out)
+    save_chunks(directory, out, doc_paths, kinds)
     if out:
         SparseIndex.from_terms(doc_paths, docs, terms).save(directory, ids)
     return {
         "chunks": len(out),
         "files": len(set(doc_paths)),
-        "kinds": dict(kinds.most_common()),
+        "kinds": dict(Counter(kinds).most_common()),
         "embedding": None,
         "vector_store": None,
     }
@@ -100,14 +92,10 @@ def chunk_id(line: bytes) -> str:
 _KIND = b'"kind": "'
 
 
-def _kinds(lines: list[bytes]) -> Counter[str]:
-    """The kinds of chunk lines (the metadata follow the text, so the last "kind" key is it)."""
-    found: Counter[str] = Counter()
-    for line in lines:
-        at = line.rfind(_KIND)
-        end = line.find(b'"', at + len(_KIND)) if at >= 0 else -1
-        if at < 0 or end < 0:
-            found[str(json.loads(line).get("kind"))] += 1
-        else:
-            found[line[at + len(_KIND) : end].decode("ascii", "replace")] += 1
-    return found
+def _kind(line: bytes) -> str:
+    """The kind of a chunk line (the metadata follow the text, so the last "kind" key is it)."""
+    at = line.rfind(_KIND)
+    end = line.find(b'"', at + len(_KIND)) if at >= 0 else -1
+    if at < 0 or end < 0:
+        return str(json.loads(line).get("kind"))
+    return line[at + len(_KIND) : end].decode("ascii", "replace")

@@ -24,6 +24,8 @@ import numpy as np
 from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
+from arela_index.stores.bm25_flat import saved_vocabulary
+from arela_index.stores.chunk_file import PROSE, ChunkFile
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
 from arela_index.text.tokens import index_terms, words
@@ -56,7 +58,6 @@ NAMES_RANKED = 5
 NAMED_CHUNKS = 10
 _CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
 _NAMES = "names.json"  # beside each bm25s index: its documents' names (chunk ids, paths), in order
-_PROSE = frozenset({"doc", "text"})  # chunk kinds of prose and of files no parser read
 # A traceback frame names the file it ran in: Python's `File "…/pkg/mod.py", line 12` and the
 # `pkg/mod.py:12` of pytest, linters and most other languages' traces.
 _FRAME = re.compile(r'File "([^"\n]+)", line \d+|([\w.\\/-]+\.\w+):\d+')
@@ -248,10 +249,22 @@ class SparseIndex:
 
     @classmethod
     def load(cls, directory: Path, chunks: Sequence[TextNode]) -> SparseIndex:
-        """Read both back; damaged, or out of step with `chunks`, is an `IndexProblem`."""
-        paths = sorted(set(_paths(chunks)))
-        chunk_index = _load(directory / _CHUNK_INDEX, [c.node_id for c in chunks])
-        file_index = _load(directory / _FILE_INDEX, paths, vocabulary=False)
+        """Read both back, memory-mapped (a question reads only its terms' columns); damaged,
+        or out of step with `chunks`, is an `IndexProblem`."""
+        file_of, _ = chunk_columns(chunks, None)
+        paths = _load_names(directory / _FILE_INDEX)
+        chunk_ids = _load_names(directory / _CHUNK_INDEX)
+        # Scores come back by position: an index out of step with the chunks would name wrong
+        # ones. Every file is checked against the manifest when the memory is read; these catch
+        # a chunks file and indexes of different builds.
+        if (
+            len(chunk_ids) != len(chunks)
+            or (chunks and (chunk_ids[0], chunk_ids[-1]) != (chunks[0].node_id, chunks[-1].node_id))
+            or len(paths) != (int(file_of.max()) + 1 if len(file_of) else 0)
+        ):
+            raise corrupt(directory, f"its indexes are not of the {len(chunks)} chunks it holds")
+        chunk_index = _load(directory / _CHUNK_INDEX, len(chunk_ids))
+        file_index = _load(directory / _FILE_INDEX, len(paths), vocabulary=False)
         return cls(chunk_index, file_index, paths, len(chunks))
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
@@ -336,20 +349,43 @@ def _summed(index: Any, term_ids: Sequence[int], size: int) -> np.ndarray:
     return np.asarray(index.get_scores(sorted(term_ids)), dtype=np.float64)
 
 
-def _load(folder: Path, names: list[str], vocabulary: bool = True) -> Any:
+def _load_names(folder: Path) -> list[str]:
+    try:
+        names = json.loads((folder / _NAMES).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise corrupt(folder / _NAMES, f"{type(exc).__name__}: {_one_line(exc)}") from None
+    if not isinstance(names, list):
+        raise corrupt(folder / _NAMES, "not a list of names")
+    return names
+
+
+def _load(folder: Path, documents: int, vocabulary: bool = True) -> Any:
     import bm25s
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
-        index = bm25s.BM25.load(str(folder), load_vocab=vocabulary, show_progress=False)
-        found = json.loads((folder / _NAMES).read_text(encoding="utf-8"))
+        index = bm25s.BM25.load(str(folder), load_vocab=False, mmap=True, show_progress=False)
+        if vocabulary:  # the grader's term counts read the same (`DocumentCounts`)
+            index.vocab_dict = saved_vocabulary(folder)
         size = len(index.get_scores_from_ids([]))  # its documents: the empty question's scores
     except Exception as exc:  # bm25s raises many kinds on a damaged folder
         raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None
-    if found != names or size != len(names):
-        # Scores come back by position: an index out of step with the chunks would name wrong ones.
-        raise corrupt(folder, f"its documents are not the {len(names)} of the code memory")
+    if size != documents:
+        raise corrupt(folder, f"its documents are not the {documents} of the code memory")
     return index
+
+
+def chunk_columns(
+    chunks: Sequence[TextNode], paths: Sequence[str] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each chunk's file (its position in `paths`, the sorted distinct paths) and whether it is
+    prose: from a saved chunks file's index without reading a chunk, else from the nodes."""
+    if isinstance(chunks, ChunkFile):
+        return chunks.file_of, chunks.prose
+    of = _paths(chunks)
+    number = {p: i for i, p in enumerate(paths if paths is not None else sorted(set(of)))}
+    file_of = np.array([number[p] for p in of], dtype=np.int64)
+    return file_of, np.array([c.metadata.get("kind") in PROSE for c in chunks], dtype=bool)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -369,23 +405,20 @@ class CodeSearch:
 
     def __init__(self, chunks: Sequence[TextNode], sparse: SparseIndex) -> None:
         self._sparse = sparse
-        paths = _paths(chunks)
-        number = {p: i for i, p in enumerate(sparse.paths)}
-        self._file_of = np.array([number[p] for p in paths], dtype=np.int64)
+        self._file_of, prose = chunk_columns(chunks, sparse.paths)
         # Chunk positions grouped by file: file f's are _by_file[_bounds[f]:_bounds[f + 1]].
         self._by_file = np.argsort(self._file_of, kind="stable")
         self._bounds = np.searchsorted(
             self._file_of[self._by_file], np.arange(len(sparse.paths) + 1)
         )
-        code = {
-            p for p, c in zip(paths, chunks, strict=True) if c.metadata.get("kind") not in _PROSE
-        }
+        # A file of code has a chunk that is not prose.
+        code = np.bincount(self._file_of[~prose], minlength=len(sparse.paths)) > 0
         # A decision record is prose, but it is where a "why is it so" question is answered.
         tests = np.array([is_test_path(p) for p in sparse.paths], dtype=bool)
         source = np.array(
             [
-                (p in code and not test) or is_adr(p)
-                for p, test in zip(sparse.paths, tests, strict=True)
+                (has_code and not test) or is_adr(p)
+                for p, has_code, test in zip(sparse.paths, code.tolist(), tests, strict=True)
             ],
             dtype=bool,
         )

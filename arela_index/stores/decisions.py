@@ -16,8 +16,8 @@ from datetime import date
 from itertools import pairwise
 from pathlib import PurePosixPath
 
-from arela_index.indexing.doc_sections import Heading, markdown_headings, rst_titles
-from arela_index.indexing.scanner import SourceFile
+from arela_index.ingest.doc_sections import Heading, markdown_headings, rst_titles
+from arela_index.ingest.scanner import SourceFile
 from arela_index.text.timephrases import find_date
 
 _PROSE = {"markdown", "rst", "text"}

@@ -14,10 +14,8 @@ from typing import Any
 import networkx as nx
 
 from arela_index.errors import corrupt, printable
-from arela_index.indexing.changes import Changes
-from arela_index.indexing.health import FAILED, PARSER_CRASHES
-from arela_index.indexing.persist import link_memory
-from arela_index.indexing.scanner import ScanResult, SourceFile
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import ScanResult, SourceFile
 from arela_index.parsing.dispatch import extract_symbols, parses
 from arela_index.parsing.modules import module_name
 from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
@@ -30,6 +28,8 @@ from arela_index.stores.graph_refresh import (
     write_json,
 )
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
+from arela_index.stores.links import link_memory
+from arela_index.stores.stats import FAILED, PARSER_CRASHES
 
 RELATIONS = ("defines", "calls", "imports", "inherits")
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from arela_index.errors import corrupt
-from arela_index.indexing.persist import link_file
 from arela_index.parsing.symbols import Definition, FileSymbols
 from arela_index.stores.graph_resolve import Edge, Resolver
+from arela_index.stores.links import link_file
 
 GRAPH_FILE = "graph.json"
 SYMBOLS_FILE = "symbols.json"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
-from arela_index.indexing.languages import detect_language
+from arela_index.ingest.languages import detect_language
 from arela_index.text.tokens import STOPWORDS, split_identifier
 
 _BACKTICKED = re.compile(r"`([^`\n]{1,200})`")

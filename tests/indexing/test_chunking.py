@@ -9,8 +9,8 @@ import pytest
 from llama_index.core.schema import MetadataMode, TextNode
 from support.gitrepo import GitRepo
 
-from arela_index.indexing.chunking import DEFAULT_LIMITS, chunk_file
-from arela_index.indexing.scanner import SourceFile, scan_repository
+from arela_index.ingest.chunking import DEFAULT_LIMITS, chunk_file
+from arela_index.ingest.scanner import SourceFile, scan_repository
 from arela_index.nodes import node_id
 from arela_index.parsing.dispatch import extract_symbols
 from arela_index.parsing.symbols import Definition

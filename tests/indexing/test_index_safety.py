@@ -33,7 +33,7 @@ from support.routing_repos import build_taskq
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import FORMAT_VERSION, current_build
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 
 QUESTIONS = (
     "who calls parse_config?",
@@ -118,6 +118,7 @@ DAMAGE = ("truncated", "emptied", "overwritten", "bytes flipped", "deleted")
 INDEX_FILES = (
     "manifest.json",
     "code/chunks.jsonl",
+    "code/chunks.index.npy",
     "code/vectors.faiss",
     "code/embedding.json",
     "code/bm25/vocab.index.json",

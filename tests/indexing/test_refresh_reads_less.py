@@ -17,7 +17,7 @@ from arela_index.errors import IndexProblem
 from arela_index.index import ArelaIndex
 from arela_index.indexing.build import BuildSummary, build_index
 from arela_index.indexing.persist import current_build
-from arela_index.indexing.scanner import scan_repository, stat_key
+from arela_index.ingest.scanner import scan_repository, stat_key
 from arela_index.llm.runtime import detect
 
 FILES: dict[str, str | bytes] = {

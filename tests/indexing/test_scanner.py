@@ -8,7 +8,7 @@ from support.gitrepo import GitRepo
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 
 SAMPLES = {
     "app/main.py": ("def main():\n    return 1\n", "python"),

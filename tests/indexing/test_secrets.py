@@ -20,8 +20,8 @@ from support.gitrepo import GitRepo
 from support.harness import run_cli
 
 from arela_index.index import ArelaIndex
-from arela_index.indexing.credentials import redact_secrets
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.credentials import redact_secrets
+from arela_index.ingest.scanner import scan_repository
 from arela_index.llm.ollama import forget_probes
 
 AWS_ID = "AKIAQZXWVTRBNMLKJHGF"

@@ -55,3 +55,12 @@ def test_a_missing_tokenizer_is_one_clear_error(
     with pytest.raises(ArelaError, match=r"unreadable .*reinstall arela-index") as caught:
         SentenceModel(tokens=64)
     assert "\n" not in str(caught.value)
+
+
+def test_the_vectors_stay_the_same_when_a_busy_process_optimizes_the_model() -> None:
+    texts = [f"how does step {i} of the parser read a configuration file?" for i in range(8)]
+    model = SentenceModel(tokens=64)
+    first = model.embed(texts)
+    for _ in range(sentence_model.OPTIMIZE_AFTER // len(texts)):
+        model.embed(texts)  # past OPTIMIZE_AFTER: the optimized session answers from here on
+    assert np.allclose(model.embed(texts), first, atol=1e-5)

@@ -20,8 +20,8 @@ from support.graph_repos import (
 )
 
 from arela_index.errors import IndexProblem
-from arela_index.indexing.changes import Changes
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import scan_repository
 from arela_index.parsing.dispatch import extract_symbols
 from arela_index.parsing.modules import module_name, module_of
 from arela_index.retrievers.graph import CodeGraphRetriever

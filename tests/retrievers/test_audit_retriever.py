@@ -9,7 +9,7 @@ import pytest
 from llama_index.core.schema import MetadataMode, NodeWithScore
 from support.gitrepo import GitRepo
 
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 from arela_index.retrievers.audit import AuditLogRetriever
 from arela_index.retrievers.router import build_router
 from arela_index.steps import arun, run

@@ -22,7 +22,7 @@ from support.routing_repos import KeywordRetriever, build_taskq, memories_for, v
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
 from arela_index.indexing.build import parse_and_chunk
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 from arela_index.llm.ollama import make_llm
 from arela_index.nodes import fresh, make_node
 from arela_index.retrievers.code import CodeMemoryRetriever

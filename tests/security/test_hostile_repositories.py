@@ -22,7 +22,7 @@ from support.hostile import fingerprint, index_bytes, make_outside
 from arela_index.errors import IndexProblem
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import current_build
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 
 APP = {
     "README.md": "# vault\n\nA small service that checks logins.\n",

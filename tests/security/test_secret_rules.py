@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arela_index.indexing.credentials import (
+from arela_index.ingest.credentials import (
     REDACTED,
     RULE_NAMES,
     SECRET_NAME,

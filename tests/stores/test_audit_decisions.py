@@ -6,7 +6,7 @@ from pathlib import Path
 
 from support.gitrepo import GitRepo
 
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 from arela_index.stores.decisions import decisions_in, is_adr, is_changelog, read_decisions
 
 NYGARD = """# 1. Record architecture decisions

@@ -10,8 +10,8 @@ import pytest
 from support.gitrepo import GitRepo
 
 from arela_index.errors import IndexProblem
-from arela_index.indexing.changes import Changes
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.changes import Changes
+from arela_index.ingest.scanner import scan_repository
 from arela_index.stores import history
 from arela_index.stores.audit import DB_FILE, AuditStore, CommitFilter
 from arela_index.text.tokens import search_terms

@@ -15,7 +15,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from support.gitrepo import GitRepo
 
 from arela_index.config import ArelaConfig
-from arela_index.indexing.scanner import scan_repository
+from arela_index.ingest.scanner import scan_repository
 from arela_index.nodes import fresh, make_node
 from arela_index.parsing.dispatch import extract_symbols
 from arela_index.text.entities import Vocabulary

@@ -25,9 +25,9 @@ from typing import NamedTuple
 
 from llama_index.core.schema import TextNode
 
-from arela_index.indexing.doc_sections import paragraphs, sections
-from arela_index.indexing.languages import is_doc
-from arela_index.indexing.scanner import SourceFile
+from arela_index.ingest.doc_sections import paragraphs, sections
+from arela_index.ingest.languages import is_doc
+from arela_index.ingest.scanner import SourceFile
 from arela_index.nodes import make_node, node_id
 from arela_index.parsing.symbols import Definition
 

@@ -18,10 +18,10 @@ import pathspec
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
-from arela_index.indexing.credentials import SECRET_NAME, holds_secret
-from arela_index.indexing.inside import Folder, LinkOnPath, read_file_nofollow, read_inside
-from arela_index.indexing.languages import detect_language, detect_script
-from arela_index.indexing.notebooks import notebook_text
+from arela_index.ingest.credentials import SECRET_NAME, holds_secret
+from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow, read_inside
+from arela_index.ingest.languages import detect_language, detect_script
+from arela_index.ingest.notebooks import notebook_text
 
 # Folders never worth reading: tooling, dependencies, build output, our own index.
 _SKIP_DIRS = {
