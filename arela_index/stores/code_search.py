@@ -414,9 +414,9 @@ class CodeSearch:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files (a ranked file's best chunk enters even when the chunk ranking missed it), plus
         their rank among the chunks holding a name the question writes or a file its traceback
-        ran through; a long question, or any when `source_first`, ranks chunks of prose and
-        configuration lower (`source_first=False`: never), and tests lower too, unless the
-        question is `about_tests` (a test, a fixture, the test suite): then source lower."""
+        ran through. A question `about_tests` (a test, a fixture, the test suite) ranks all but
+        tests lower; else a long question, or any when `source_first`, ranks chunks of prose,
+        configuration and tests lower (`source_first=False`: never)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -442,8 +442,8 @@ class CodeSearch:
                 fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         if source_first is None:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
-        if source_first:
-            lower = self._prose | (~self._test if about_tests else self._test)
+        lower = ~self._test if about_tests else self._not_source if source_first else None
+        if lower is not None:
             for chunk in fused:
                 if lower[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
