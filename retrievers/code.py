@@ -14,6 +14,7 @@ from arela_index.errors import ArelaError, IndexProblem
 from arela_index.llm.ollama import Rest
 from arela_index.nodes import fresh
 from arela_index.policy.intents import PROCEDURAL
+from arela_index.policy.model import PolicyTable
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code import CodeStore, embedding_failure
@@ -130,6 +131,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         if store.is_empty():
             return
         self._search = store.search  # built now, not in the first query
+        self._about_tests = PolicyTable.shipped().model("about_tests")
         if embed_model is not None and store.dense is not None:
             _check_model(store, embed_model)
             self._dense = _DenseRanking(store, embed_model, self._candidates, self.failures)
@@ -154,7 +156,7 @@ class CodeMemoryRetriever(MemoryRetriever):
             dense = self._dense.rank(question)
             if not self._dense.answered:  # a dense side that failed is no signal
                 dense = None
-        sparse = fuse([self._search.rank(question, self._candidates, source_first)])
+        sparse = fuse([self._rank(question, self._candidates, source_first)])
         meaning = fuse([dense or []])
         fused = fuse([*([dense] if dense is not None else []), list(sparse)])
         best = sorted(fused, key=fused.__getitem__, reverse=True)[: self.top_k]
@@ -175,6 +177,15 @@ class CodeMemoryRetriever(MemoryRetriever):
             fresh(chunks[i], round(scores[i], 4), retriever="code")
             for i in sorted(best, key=scores.__getitem__, reverse=True)
         ]
+
+    def _rank(self, question: str, candidates: int, source_first: bool | None) -> list[int]:
+        """The sparse ranking, tests first for a question the policy's "about_tests" model
+        (over the repository's `test_evidence`) says is about a test, a fixture or the test
+        suite ("which test checks …", "the fixture that …"), unless `source_first` is False."""
+        about_tests = source_first is not False and self._about_tests.decide(
+            self._search.test_evidence(question)
+        )
+        return self._search.rank(question, candidates, source_first, about_tests)
 
     def _held(self, question: str, positions: Sequence[int]) -> list[float]:
         """The share of the question's weight each chunk holds: the idf of the question's
@@ -206,7 +217,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         if not question.strip() or self._store.is_empty():
             return []
         candidates = max(self._candidates, 4 * count)
-        ranking = self._search.rank(question, candidates, _source_first(intents))
+        ranking = self._rank(question, candidates, _source_first(intents))
         chunks = self._store.chunks
         best: dict[str, int] = {}
         for i in ranking:

@@ -223,6 +223,13 @@ def main() -> None:
     print("scope_decision", json.dumps(figures["scope_decision"]["summary"]))
     for group, f in decision.items():
         print(f"  {group:32} {json.dumps(f)}")
+    # Models another script fits (scripts/fit_about_tests.py) stay, with their provenance.
+    if args.out.exists():
+        before = PolicyTable.from_dict(json.loads(args.out.read_text()))
+        for name, model in before.models.items():
+            if name not in models:
+                models[name] = model
+                provenance[name] = before.provenance.get(name, {})
     version = hashlib.sha256(
         json.dumps({k: m.to_dict() for k, m in models.items()}, sort_keys=True).encode()
     ).hexdigest()[:12]

@@ -2,8 +2,9 @@
 it holds (commit messages, decision records).
 
 A file named like a secret is never opened; a file whose content holds a credential is left out
-whole; other text has each credential replaced by `[redacted]` (a private key block from its BEGIN
-line to its END line, or to the end of the text when the END line is missing).
+whole, but for a password in a URL, redacted in place (`REDACTED_IN_FILES`); other text has each
+credential replaced by `[redacted]` (a private key block from its BEGIN line to its END line, or
+to the end of the text when the END line is missing).
 
 The rules cover the credentials that announce themselves (a fixed prefix or shape: the common
 rules of gitleaks' default set, written here) and a few that only their name gives away (an AWS
@@ -258,18 +259,31 @@ class _Compiled:
         )
 
 
+# Credentials a file's text loses to `[redacted]` (`redact_in_file`) instead of the file being
+# left out: a password in a URL is the one rule docs and docstrings match by example
+# (`postgresql://scott:tiger@localhost/test`, `user:pass@host`), and a library's core modules
+# that show how to connect would otherwise be missing from its index.
+REDACTED_IN_FILES = frozenset({"password-in-url"})
+
+
 _COMPILED = tuple(_Compiled(rule) for rule in RULES)
+_IN_FILES = tuple(c for c in _COMPILED if c.rule.name in REDACTED_IN_FILES)
 
 
-def holds_secret(data: bytes) -> str | None:
-    """The name of the first rule a file's content matches, or None.
+def holds_secret(data: bytes, ignore: frozenset[str] = frozenset()) -> str | None:
+    """The name of the first rule a file's content matches, or None; rules named in `ignore`
+    are not searched.
 
     >>> holds_secret(b'aws_key = "AKIAQZXWVTRBNMLKJHGF"')
     'aws-access-key-id'
+    >>> holds_secret(b'url = "postgres://scott:tiger@db/test"', ignore=REDACTED_IN_FILES) is None
+    True
     """
     lower: bytes | None = None
     passed: dict[re.Pattern[bytes], bool] = {}  # gates shared by rules are searched once
     for compiled in _COMPILED:
+        if compiled.rule.name in ignore:
+            continue
         if compiled.byte_gates:
             lower = data.lower() if lower is None else lower
             if not any(_passes(gate, lower, passed) for gate in compiled.byte_gates):
@@ -326,6 +340,21 @@ def redact_secrets(text: str) -> str:
         )
     for compiled in _searched(text):
         text = compiled.text.sub(functools.partial(_blanked, compiled=compiled, whole=text), text)
+    return text
+
+
+def redact_in_file(text: str) -> str:
+    """A file's text with the credentials of `REDACTED_IN_FILES` replaced by `[redacted]` (a
+    file holding any other credential is left out whole); its lines stay where they were.
+
+    >>> redact_in_file('engine = create_engine("postgresql://scott:tiger@localhost/test")')
+    'engine = create_engine("postgresql://scott:[redacted]@localhost/test")'
+    """
+    for compiled in _IN_FILES:
+        if not compiled.gates or any(g.search(text.lower()) for g in compiled.gates):
+            text = compiled.text.sub(
+                functools.partial(_blanked, compiled=compiled, whole=text), text
+            )
     return text
 
 

@@ -18,7 +18,12 @@ import pathspec
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError
-from arela_index.ingest.credentials import SECRET_NAME, holds_secret
+from arela_index.ingest.credentials import (
+    REDACTED_IN_FILES,
+    SECRET_NAME,
+    holds_secret,
+    redact_in_file,
+)
 from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow, read_inside
 from arela_index.ingest.languages import detect_language, detect_script
 from arela_index.ingest.notebooks import notebook_text
@@ -92,6 +97,7 @@ class SourceFile:
     sha256: str
     content: str | None = None  # the path whose bytes are indexed, when not `path` (a symlink)
     identity: tuple[int, int] | None = None
+    redact: bool = False  # secrets are excluded: its text loses a URL's password (`read_text`)
 
     @property
     def root(self) -> Path:
@@ -109,11 +115,12 @@ class SourceFile:
         return data
 
     def read_text(self) -> str:
-        """The text to index: the file's, or a notebook's cells without their outputs."""
+        """The text to index: the file's, or a notebook's cells without their outputs (with a
+        URL's password `[redacted]` when secrets are excluded)."""
         text = decode(self.read_bytes()) or ""
         if self.language == "notebook":
-            return notebook_text(text) or ""
-        return text
+            text = notebook_text(text) or ""
+        return redact_in_file(text) if self.redact else text
 
 
 @dataclass(frozen=True)
@@ -268,7 +275,7 @@ class _Rules:
     def by_content(self, head: bytes, data: bytes, language: str = "") -> str | None:
         if b"\0" in head:
             return "binary"
-        if self.config.exclude_secrets and holds_secret(data):
+        if self.config.exclude_secrets and holds_secret(data, ignore=REDACTED_IN_FILES):
             return "secret: content looks like a private key or credential"
         if _GENERATED_MARK.search(head[:1024]):
             return "generated"
@@ -430,10 +437,11 @@ def _examine(
     key = stat_key(lst, config)
     identity = (lst.st_dev, lst.st_ino)
     linked = content if content != rel else None
+    redact = config.exclude_secrets
     seen = known.get(rel) if known else None
     if seen is not None and seen[0] == key:
         return SourceFile(
-            rel, tree.path / rel, language, lst.st_size, seen[1], linked, identity
+            rel, tree.path / rel, language, lst.st_size, seen[1], linked, identity, redact
         ), key
     try:
         data, opened = tree.read(content, config.max_file_bytes + 1)
@@ -449,4 +457,4 @@ def _examine(
     if decode(data) is None:
         return "undecodable: not UTF-8 text"
     sha = hashlib.sha256(data).hexdigest()
-    return SourceFile(rel, tree.path / rel, language, len(data), sha, linked, identity), key
+    return SourceFile(rel, tree.path / rel, language, len(data), sha, linked, identity, redact), key

@@ -24,11 +24,11 @@ import numpy as np
 from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
-from arela_index.stores.bm25_flat import saved_vocabulary
+from arela_index.stores.bm25_flat import bm25_idf, saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
-from arela_index.text.tokens import index_terms, words
+from arela_index.text.tokens import STOPWORDS, index_terms, words
 
 RRF_K = 60.0  # reciprocal rank fusion's constant (as QueryFusionRetriever's)
 # A file scoring under this share of the best file shares only common words with the question:
@@ -41,17 +41,9 @@ SHARES_FILE_RANK = 0.75
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
 NOT_SOURCE_WEIGHT = 0.25
-# A question that names a test ("the test class", "tests", "the test_min function", TestCatalogs)
-# asks about tests, unless it is a pasted report (its reproduction and output are full of tests):
-# one of at most this many terms. "Testing" is an activity ("to enable independent testing"), and
-# "the test client" or "the test runner" are the project's own features (flask, click).
-ASKED_TEST_TERMS = 60
-# pytest's source: 24% of its chunks say "test"; pylint's 5%, sphinx's and xarray's 2%.
-TESTS_AS_SUBJECT = 0.15
-_KINDS = r"class(?:es)?|functions?|methods?|modules?|cases?|files?|suites?"
-_NAMES_TESTS = re.compile(
-    rf"\b[Tt]ests?[ _-]?(?:{_KINDS})\b|\btest_\w+ (?:{_KINDS})\b|\btests\b|\bTests?[A-Z]\w*|\w+Tests\b"
-)
+# What `CodeSearch.test_evidence` measures: the features of the policy's "about_tests" model.
+LEAN_PRIOR = 2
+TEST_EVIDENCE = ("test_lean", "test_lean_share", "test_best", "test_lean_at")
 # The compound names of a question ranked on their own, and the chunks each ranks: beyond the
 # first few, a pasted report's names are its own code's.
 NAMES_RANKED = 5
@@ -279,6 +271,13 @@ class SparseIndex:
             self._frequencies[term] = count
         return self._frequencies[term]
 
+    def holding(self, term_id: int) -> np.ndarray:
+        """The positions of the chunks holding a term (its column of bm25s's score matrix)."""
+        scores = self.chunks.scores
+        return np.asarray(
+            scores["indices"][scores["indptr"][term_id] : scores["indptr"][term_id + 1]]
+        )
+
     def chunk_scores(self, term_ids: Sequence[int]) -> np.ndarray:
         """Every chunk's BM25 score for the terms (a repeated term counts again)."""
         return _summed(self.chunks, term_ids, self.documents)
@@ -424,6 +423,10 @@ class CodeSearch:
         )
         self._not_source = ~source[self._file_of]
         self._prose = ~(source | tests)[self._file_of]  # not source, and not a test either
+        self._test = tests[self._file_of]
+        self._leans: dict[int, tuple[float, int]] = {}  # each term's, read once
+        self._tests = int(np.count_nonzero(self._test))
+        self._sources = int(np.count_nonzero(~self._not_source))
 
     def terms(self, question: str) -> list[int]:
         """The ids of the question's terms (`index_terms`) that the index knows."""
@@ -433,11 +436,18 @@ class CodeSearch:
         """Every chunk's BM25 score for the question."""
         return self._sparse.chunk_scores(self.terms(question))
 
-    def rank(self, question: str, candidates: int, source_first: bool | None = None) -> list[int]:
+    def rank(
+        self,
+        question: str,
+        candidates: int,
+        source_first: bool | None = None,
+        about_tests: bool = False,
+    ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files (a ranked file's best chunk enters even when the chunk ranking missed it), plus
         their rank among the chunks holding a name the question writes or a file its traceback
-        ran through; a long question, or any when `source_first`, ranks chunks of prose,
+        ran through. A question `about_tests` (a test, a fixture, the test suite) ranks all but
+        tests lower; else a long question, or any when `source_first`, ranks chunks of prose,
         configuration and tests lower (`source_first=False`: never)."""
         terms = self.terms(question)
         if not terms:
@@ -464,29 +474,65 @@ class CodeSearch:
                 fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         if source_first is None:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
-        if source_first:
-            lower = self._not_source
-            if (
-                len(terms) <= ASKED_TEST_TERMS
-                and _NAMES_TESTS.search(question)
-                and not self._tests_are_its_subject
-            ):
-                lower = self._prose  # "why does the test class …": tests are what it asks about
+        lower = ~self._test if about_tests else self._not_source if source_first else None
+        if lower is not None:
             for chunk in fused:
                 if lower[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         return sorted(fused, key=fused.__getitem__, reverse=True)
 
-    @cached_property
-    def _tests_are_its_subject(self) -> bool:
-        """Whether "test" is the repository's own subject, used all over its source (a test
-        runner's "the last failed test"): then naming a test says nothing of test files."""
-        found = self._sparse.term_ids(index_terms("test"))
-        source = ~self._not_source
-        if not found or not source.any():
-            return False
-        holding = self._sparse.chunk_scores(found[:1]) > 0
-        return bool(holding[source].mean() >= TESTS_AS_SUBJECT)
+    def test_evidence(self, question: str) -> dict[str, float]:
+        """How much the question's words lean toward the repository's tests rather than its
+        source. A word's lean is the share of the test chunks that hold it less the share of the
+        source chunks that do (in [-1, 1], whatever the repository's size): `test_lean` is the
+        largest of the question's words', `test_lean_share` the share of its words' weight (idf)
+        in words that lean toward tests, `test_lean_at` where the word of the largest stands
+        among its words (0 first, 1 last), and `test_best` the log ratio of its best test chunk's
+        BM25 score to its best source chunk's. The repository's own usage says what a test's
+        word is: "test" in a test runner's source, or "fixture" in a fixtures library's, leans
+        little."""
+        asked = [w for w in words(question) if w.lower() not in STOPWORDS]
+        terms = self._sparse.term_ids(dict.fromkeys(index_terms(" ".join(asked))))
+        if not terms or not self._test.any() or self._test.all():
+            return dict.fromkeys(TEST_EVIDENCE, 0.0)
+        leans, holding = np.array([self._lean(t) for t in terms]).T
+        # Where the most telling word stands: a question's subject comes first ("which test
+        # checks …", "the fixture that …"), what it is for later ("… to ease testing").
+        most = int(np.argmax(leans))
+        at = next(
+            (
+                i
+                for i, w in enumerate(asked)
+                if terms[most] in self._sparse.term_ids(index_terms(w))
+            ),
+            0,
+        )
+        weights = np.array([bm25_idf(int(h), self._sparse.documents) for h in holding])
+        scores = self._sparse.chunk_scores(terms)
+        best_test = scores[self._test].max(initial=0.0)
+        best_source = scores[~self._not_source].max(initial=0.0)
+        return {
+            "test_lean": float(leans.max()),
+            "test_lean_share": float(weights[leans > 0].sum() / max(weights.sum(), 1e-9)),
+            "test_best": float(np.log((best_test + 1e-3) / (best_source + 1e-3))),
+            "test_lean_at": at / max(len(asked) - 1, 1),
+        }
+
+    def _lean(self, term: int) -> tuple[float, int]:
+        """A term's lean toward test chunks (see `test_evidence`) and how many chunks hold it."""
+        found = self._leans.get(term)
+        if found is None:
+            holding = self._sparse.holding(term)
+            in_tests = int(np.count_nonzero(self._test[holding]))
+            in_source = len(holding) - in_tests - int(np.count_nonzero(self._prose[holding]))
+            # Each share as if LEAN_PRIOR more chunks held the term at its rate over both: a
+            # repository with a test or two says little about which words are a test's.
+            rate = (in_tests + in_source) / max(self._tests + self._sources, 1)
+            lean = (in_tests + LEAN_PRIOR * rate) / (self._tests + LEAN_PRIOR) - (
+                in_source + LEAN_PRIOR * rate
+            ) / (self._sources + LEAN_PRIOR)
+            found = self._leans[term] = (lean, len(holding))
+        return found
 
     def _framed(self, question: str) -> np.ndarray:
         """The indexed files a traceback in the question ran through, innermost frame first (the

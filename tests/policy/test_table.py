@@ -13,12 +13,14 @@ from arela_index.llm.sentence_model import MODEL_SHA256
 from arela_index.policy.model import TABLE, Logistic, PolicyTable, fit_logistic
 from arela_index.policy.signals import RELEVANCE, SCOPE, SCOPE_WORDS
 from arela_index.policy.words import word_lists
+from arela_index.stores.code_search import TEST_EVIDENCE
 
 MODELS = {
     "scope": SCOPE,
     "scope_words": SCOPE_WORDS,
     "scope_names": SCOPE_WORDS,
     "relevance": RELEVANCE,
+    "about_tests": TEST_EVIDENCE,
 }
 
 

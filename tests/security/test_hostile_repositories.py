@@ -354,7 +354,8 @@ def test_credentials_in_code_and_commit_messages_stay_out(tmp_path: Path, name: 
     assert index(repo, "--persist-dir", str(persist)).code == 0
     assert leaked(index_bytes(persist)) == []
     loaded = ArelaIndex.load(persist, offline=True)
-    assert f"deploy/{name}.py" not in loaded.manifest.files
+    # A URL's password is redacted where it stands; any other credential leaves its file out.
+    assert (f"deploy/{name}.py" in loaded.manifest.files) == (name == "database_url")
     run = run_cli(
         "ask",
         "what changed recently?",
@@ -366,3 +367,40 @@ def test_credentials_in_code_and_commit_messages_stay_out(tmp_path: Path, name: 
     )
     assert run.code == 0 and leaked(run.out) == []
     assert "Configure deployment" in run.out
+
+
+ENGINE = '''"""Connecting to the database."""
+
+
+def create_engine(url):
+    """Make an engine that opens pooled connections to the database at `url`.
+
+    >>> engine = create_engine("postgresql://scott:tiger8191@localhost/test")
+    """
+    return Engine(url)
+'''
+
+
+def test_a_module_that_shows_a_connection_url_is_found_without_its_password(
+    tmp_path: Path,
+) -> None:
+    """Docstrings write connection URLs with a password by example: the module stays in the
+    index (it is the one a question about connecting is about), the password never does."""
+    repo = hostile_repo(tmp_path, {"db/engine.py": ENGINE})
+    persist = tmp_path / "index"
+    assert index(repo, "--persist-dir", str(persist)).code == 0
+    assert b"tiger8191" not in index_bytes(persist)
+    run = run_cli(
+        "ask",
+        "how is an engine made that opens pooled connections to the database?",
+        "--repo",
+        str(repo.root),
+        "--persist-dir",
+        str(persist),
+        "--offline",
+        "--json",
+    )
+    assert run.code == 0 and "tiger8191" not in run.out
+    answer = json.loads(run.out)
+    assert answer["sources"][0]["file_path"] == "db/engine.py"
+    assert "scott:[redacted]@localhost" in run.out

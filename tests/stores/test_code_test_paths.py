@@ -3,11 +3,9 @@ module (`sphinx.testing`, `xarray.testing`) is source, a root `testing/` folder 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from llama_index.core.schema import NodeWithScore
-from support.gitrepo import GitRepo
+from support.engine_repos import one_commit_index
 from support.stock_bm25 import stock_bm25
 
 from arela_index.index import ArelaIndex
@@ -42,12 +40,7 @@ FILES: dict[str, str | bytes] = {
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
-    folder: Path = tmp_path_factory.mktemp("test_paths")
-    repo = GitRepo(folder / "docsite")
-    repo.commit(FILES, "docsite")
-    return ArelaIndex.build(
-        repo.root, persist_dir=str(folder / "index"), offline=True, show_progress=False
-    )
+    return one_commit_index(tmp_path_factory.mktemp("test_paths"), "docsite", FILES)
 
 
 def _files(hits: list[NodeWithScore]) -> list[str]:

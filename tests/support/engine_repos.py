@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llama_index.core.schema import NodeWithScore
 from support.fake_ollama import FakeOllama
 from support.gitrepo import GitRepo
 from support.routing_repos import SHOP_HISTORY, TASKQ_HISTORY, build
@@ -177,3 +178,17 @@ def strict_loop(index: ArelaIndex) -> QueryLoop:
     retriever = index.as_retriever()
     strict = RelevanceGrader(threshold=1.01, term_weights=index.term_weights)
     return QueryLoop(retriever.router, strict, retriever.loop.rewriter, max_retries=0)
+
+
+def one_commit_index(folder: Path, name: str, files: dict[str, str | bytes]) -> ArelaIndex:
+    """A repository of `files` in one commit, in `folder/name`, indexed offline, for real."""
+    repo = GitRepo(folder / name)
+    repo.commit(files, name)
+    return ArelaIndex.build(
+        repo.root, persist_dir=str(folder / "index"), offline=True, show_progress=False
+    )
+
+
+def cited_files(nodes: list[NodeWithScore]) -> list[str]:
+    """The files of an answer's nodes, in order, each once."""
+    return list(dict.fromkeys(n.node.metadata["file_path"] for n in nodes))
