@@ -7,6 +7,7 @@ import pytest
 from support.engine_repos import cited_files, one_commit_index
 
 from arela_index.index import ArelaIndex
+from arela_index.text.question import Question
 
 CART = '''"""A shopping cart: items, quantities and the discount codes that lower its total."""
 
@@ -197,6 +198,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
     [
         "Which test checks that a discount code lowers the cart's total?",
         "Which fixture builds the cart with two books and a lamp that each test starts from?",
+        "Why does the test function check that a discount code lowers the cart's total?",
         # Asked as a how-to (docs first for what is not a test), a test is still what it asks.
         "Which test shows how to apply a discount code so that the cart's total is lower?",
     ],
@@ -215,3 +217,10 @@ def test_a_question_about_what_the_code_does_finds_the_source(index: ArelaIndex)
     assert cited_files(nodes).index("src/shop/cart.py") < cited_files(nodes).index(
         "tests/test_cart.py"
     )
+
+
+def test_testing_as_an_activity_is_not_a_test(index: ArelaIndex) -> None:
+    """The code memory ranks the code a question asks to change first."""
+    question = Question.read("How can the cart's discount codes be refactored to ease testing?")
+    hits = index.code_retriever(top_k=3).ask(question, ["factual"])
+    assert cited_files(hits)[0] == "src/shop/cart.py"

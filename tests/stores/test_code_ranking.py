@@ -14,7 +14,6 @@ from support.gitrepo import GitRepo
 from support.stock_bm25 import stock_bm25
 
 from arela_index.index import ArelaIndex
-from arela_index.text.question import Question
 from arela_index.text.tokens import expand_identifiers
 
 RETRY = '''"""Retrying failed jobs."""
@@ -240,26 +239,6 @@ def test_a_vector_store_of_the_callers_ranks_as_the_built_in_faiss(tmp_path: Pat
             (h.node.node_id, round(h.score or 0.0, 6)) for h in theirs.retrieve(question)
         ]
         assert ours
-
-
-def test_a_question_about_code_ranks_its_tests_lower_unless_it_names_a_test(
-    index: ArelaIndex,
-) -> None:
-    retriever = index.code_retriever(top_k=3)
-
-    def first(question: str) -> str:
-        return _files(retriever.ask(Question.read(question), ["factual"]))[0]
-
-    assert first("why do backoff delays double and jitter spread retries?") == (
-        "src/jobrunner/retry.py"
-    )
-    assert first(
-        "why does the test function check that backoff delays double and jitter spreads retries?"
-    ) == ("tests/test_retry.py")
-    # Testing as an activity is not a test: the code stays first.
-    assert first("how can backoff delays and jitter be refactored to ease testing?") == (
-        "src/jobrunner/retry.py"
-    )
 
 
 def test_an_option_the_question_names_ranks_where_it_is_defined(tmp_path: Path) -> None:
