@@ -357,12 +357,11 @@ def compose(args: argparse.Namespace) -> None:
     """SET.jsonl from a `sample` or `fixes` listing and the questions written for it, one
     `ID<TAB>question` a line (`ID<TAB>SKIP reason` for a piece that allows none)."""
     listing = Path(args.samples).read_text()
-    if FIXES_HEADER.search(listing):
-        return compose_fixes(args, listing)
-    head = HEADER.search(listing)
+    fixes = FIXES_HEADER.search(listing)
+    head = fixes or HEADER.search(listing)
     if not head:
         raise SystemExit(f"{args.samples}: no '# owner/name at SHA:' header")
-    sampled = {m["id"]: m for m in PIECE.finditer(listing)}
+    sampled = {m["id"]: m for m in (FIX_PIECE if fixes else PIECE).finditer(listing)}
     name = head["repo"].split("/")[1]
     rows, skipped = [], []
     for line in Path(args.written).read_text().splitlines():
@@ -373,57 +372,39 @@ def compose(args: argparse.Namespace) -> None:
             skipped.append(f"{pid} ({question[5:]})")
             continue
         m = sampled[pid]
-        rows.append(
-            {
-                "id": f"{name}-{pid}",
-                "repo": head["repo"],
-                "base_commit": head["commit"],
-                "question": question.strip(),
-                "expect": "code",
-                "kind": "conceptual",
-                "about_tests": is_test_path(m["path"]),
-                "gold": {"files": [m["path"]]},
-                "source": {
-                    "path": m["path"],
-                    "symbol": m["symbol"],
-                    "lines": [int(m["start"]), int(m["end"])],
-                },
-            }
-        )
+        row = {"id": f"{name}-{pid}", "repo": head["repo"], "question": question.strip()}
+        rows.append(row | (_fix_row(head, m) if fixes else _piece_row(head, m)))
     Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     print(f"{len(rows)} questions to {args.out}; skipped {len(skipped)}: {'; '.join(skipped)}")
 
 
-def compose_fixes(args: argparse.Namespace, listing: str) -> None:
-    head = FIXES_HEADER.search(listing)
-    assert head
-    sampled = {m["id"]: m for m in FIX_PIECE.finditer(listing)}
-    name = head["repo"].split("/")[1]
-    rows, skipped = [], []
-    for line in Path(args.written).read_text().splitlines():
-        if not line.strip():
-            continue
-        pid, question = line.split("\t", 1)
-        if question.startswith("SKIP"):
-            skipped.append(f"{pid} ({question[5:]})")
-            continue
-        m = sampled[pid]
-        gold = m["gold"].split(", ")
-        rows.append(
-            {
-                "id": f"{name}-{pid}",
-                "repo": head["repo"],
-                "base_commit": head["commit"] or m["parent"],
-                "question": question.strip(),
-                "expect": "code",
-                "kind": "issue",
-                "about_tests": False,
-                "gold": {"files": gold},
-                "source": {"fix_commit": m["commit"], "parent": m["parent"]},
-            }
-        )
-    Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    print(f"{len(rows)} questions to {args.out}; skipped {len(skipped)}: {'; '.join(skipped)}")
+def _piece_row(head: re.Match[str], m: re.Match[str]) -> dict[str, object]:
+    """A description of a sampled piece of code: asked at the sample's commit, gold its file."""
+    return {
+        "base_commit": head["commit"],
+        "expect": "code",
+        "kind": "conceptual",
+        "about_tests": is_test_path(m["path"]),
+        "gold": {"files": [m["path"]]},
+        "source": {
+            "path": m["path"],
+            "symbol": m["symbol"],
+            "lines": [int(m["start"]), int(m["end"])],
+        },
+    }
+
+
+def _fix_row(head: re.Match[str], m: re.Match[str]) -> dict[str, object]:
+    """An issue text for a bug fix: asked at the anchor (else the fix's parent), gold the files
+    it changed."""
+    return {
+        "base_commit": head["commit"] or m["parent"],
+        "expect": "code",
+        "kind": "issue",
+        "about_tests": False,
+        "gold": {"files": m["gold"].split(", ")},
+        "source": {"fix_commit": m["commit"], "parent": m["parent"]},
+    }
 
 
 # ---- check --------------------------------------------------------------------------------------

@@ -71,6 +71,11 @@ def _build(repo: GitRepo, persist: Path, **settings: Any) -> ArelaIndex:
     )
 
 
+def _settings(tmp_path: Path, **more: Any) -> dict[str, Any]:
+    """`from_repo`'s settings of these tests: offline, quiet, an index folder in `tmp_path`."""
+    return {"persist_dir": str(tmp_path / "index"), "offline": True, "show_progress": False, **more}
+
+
 def _ranking(index: ArelaIndex, question: str) -> list[tuple[str, float]]:
     hits = index.code_retriever(top_k=4).retrieve(question)
     return [(h.node.node_id, round(h.score or 0.0, 6)) for h in hits]
@@ -321,13 +326,7 @@ def test_a_refresh_into_a_store_that_cannot_delete_searches_around_what_it_left(
     repo = GitRepo(tmp_path / "repo")
     repo.commit(FILES, "first")
     store = FaissVectorStore(faiss_index=faiss.IndexFlatIP(64))
-    settings: dict[str, Any] = {
-        "persist_dir": str(tmp_path / "index"),
-        "offline": True,
-        "show_progress": False,
-        "embed_model": CountingHashEmbedding(),
-        "vector_store": store,
-    }
+    settings = _settings(tmp_path, embed_model=CountingHashEmbedding(), vector_store=store)
     first = ArelaIndex.from_repo(repo.root, **settings)
     repo.commit({"net/retry.py": RETRY.replace("doubled", "tripled")}, "tripled")
     again = ArelaIndex.from_repo(repo.root, **settings)
@@ -347,12 +346,7 @@ def test_a_collection_gone_is_told_at_load_and_written_again_by_from_repo(
 ) -> None:
     repo = GitRepo(tmp_path / "repo")
     repo.commit(FILES, "first")
-    settings: dict[str, Any] = {
-        "persist_dir": str(tmp_path / "index"),
-        "offline": True,
-        "show_progress": False,
-        "embed_model": CountingHashEmbedding(),
-    }
+    settings = _settings(tmp_path, embed_model=CountingHashEmbedding())
     built = ArelaIndex.from_repo(repo.root, vector_store=qdrant, **settings)
     qdrant.client.delete_collection(COLLECTION)  # the server lost it
     store = QdrantVectorStore(client=qdrant.client, collection_name=COLLECTION)
@@ -380,11 +374,7 @@ def test_a_refresh_without_the_model_or_the_store_keeps_the_collection_for_later
 ) -> None:
     repo = GitRepo(tmp_path / "repo")
     repo.commit(FILES, "first")
-    settings: dict[str, Any] = {
-        "persist_dir": str(tmp_path / "index"),
-        "offline": True,
-        "show_progress": False,
-    }
+    settings = _settings(tmp_path)
     model = CountingHashEmbedding()
     first = ArelaIndex.from_repo(repo.root, embed_model=model, vector_store=qdrant, **settings)
     before = _points(qdrant)
