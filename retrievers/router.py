@@ -124,9 +124,9 @@ class ArelaRouterRetriever(RouterRetriever):
             trace = Trace(question=question.text, stage=type(selector).__name__)
             trace.picks = list(dict(zip(result.inds, result.reasons, strict=True)).items())
             trace.timings_ms["route"] = round((time.perf_counter() - started) * 1000, 3)
-        self._record(trace)
         if route is None:  # another selector's: where it sent the question, and nothing more
-            route = Route((), tuple(trace.memory_names))
+            route = Route((), tuple(dict.fromkeys(self._name(i) for i, _ in trace.picks)))
+        self._record(trace, route)
         indexes = [i for i, _ in trace.picks]
         nodes = yield from self.fetch_steps(indexes, question, trace, route.compared)
         return nodes, route, trace
@@ -203,11 +203,13 @@ class ArelaRouterRetriever(RouterRetriever):
 
     # -- inside -----------------------------------------------------------------------------
 
-    def _record(self, trace: Trace) -> None:
+    def _record(self, trace: Trace, route: Route) -> None:
+        """The memories chosen, into the trace; the abstention, with the scope's reason, when
+        none was (the query loop reads `route`, never this)."""
         trace.picks = list(dict(trace.picks).items())
         trace.memories = [(self._name(i), reason) for i, reason in trace.picks]
         if not trace.picks:
-            trace.add_step("abstain", reason="the question is out of scope: no memory was searched")
+            trace.add_step("abstain", why=f"no memory was searched: {route.scope.why}")
 
     def _parts(
         self,

@@ -268,9 +268,7 @@ class QueryLoop:
         """Whether the question is about the repository: the route's verdict, or the policy's
         once the sentence model has read what the words left unsure."""
         route, trace = state.route, state.trace
-        if not route.searched:
-            if not any(step.get("kind") == "abstain" for step in trace.steps):
-                trace.add_step("abstain", why=route.scope.why)
+        if not route.searched:  # the router recorded why
             return False
         scope = route.scope
         if scope.verdict == "unsure" and self.policy is not None:
