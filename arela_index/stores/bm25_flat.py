@@ -179,17 +179,20 @@ class SavedVocabulary(Mapping[str, int]):
             or numbers.max() >= ids
         ):
             raise ValueError("its terms or ids are out of bounds")
-        self._terms, self._starts = terms, np.concatenate(([0], bounds[:-1]))
-        self._ends, self._ids = bounds, numbers
+        # Read item by item in a binary search: a memoryview and `item` cost a third of what
+        # NumPy's indexing does.
+        self._terms = memoryview(np.asarray(terms))
+        self._starts, self._ends = np.concatenate(([0], bounds[:-1])), bounds
+        self._ids = numbers
 
     def _term(self, k: int) -> bytes:
-        return self._terms[self._starts[k] : self._ends[k]].tobytes()
+        return self._terms[self._starts.item(k) : self._ends.item(k)].tobytes()
 
     def __getitem__(self, term: str) -> int:
         key = term.encode("utf-8", "surrogatepass")
         k = bisect.bisect_left(_Sorted(self), key)
         if k < len(self._ids) and self._term(k) == key:
-            return int(self._ids[k])
+            return int(self._ids.item(k))
         raise KeyError(term)
 
     def __len__(self) -> int:
