@@ -181,7 +181,7 @@ class SavedVocabulary(Mapping[str, int]):
             raise ValueError("its terms or ids are out of bounds")
         # Read item by item in a binary search: a memoryview and `item` cost a third of what
         # NumPy's indexing does.
-        self._terms = memoryview(np.asarray(terms))
+        self._terms = np.asarray(terms).data
         self._starts, self._ends = np.concatenate(([0], bounds[:-1])), bounds
         self._ids = numbers
 
