@@ -349,7 +349,7 @@ class ArelaIndex:
         Counted from the chunk index's vocabulary and column pointers alone: every question is
         graded, and the code memory is read only when a question is routed to it."""
         from arela_index.policy.term_weights import TermWeights
-        from arela_index.stores.bm25_flat import DocumentCounts
+        from arela_index.stores.bm25_flat import VOCABULARY_FILES, DocumentCounts
 
         chunks = self.manifest.memories.get("code", {}).get("chunks")
         if "code" not in self._stores and isinstance(chunks, int):
@@ -358,7 +358,7 @@ class ArelaIndex:
             bm25 = self.folder / "code" / "bm25"
             counts = self._light(
                 lambda: DocumentCounts(bm25),
-                "code/bm25/vocab.index.json",
+                *(f"code/bm25/{name}" for name in VOCABULARY_FILES),
                 "code/bm25/indptr.csc.index.npy",
             )
             if counts is not None:

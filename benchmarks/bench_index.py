@@ -3,10 +3,13 @@
 and one `ask` from the shell.
 
     python benchmarks/bench_index.py REPO [--runs 1] [--questions 200] [--asks 5] [--no-stock]
+    python benchmarks/bench_index.py REPO --index PERSIST_DIR [--questions 100] [--asks 5]
     python benchmarks/bench_index.py --generate 20000 [--commits 300] [--work /tmp/arela-bench-index]
 
 REPO is never written to: every index goes to a temporary folder. `--generate N` makes (once,
 into --work) a git repository of N Python modules (benchmarks/_common.generate) and measures it.
+`--index` measures the queries of an index REPO already has (built by `arela index REPO
+--persist-dir PERSIST_DIR`), without building one: arela only.
 
 arela, built as `arela index` builds (in this process, its workers as children):
     answerable   seconds to the first index a question can be asked of (the code and graph
@@ -67,20 +70,21 @@ def folder_mb(folder: Path) -> float:
     return total / 1e6
 
 
-def run_measured(command: Sequence[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one process, started as a shell would. GNU time
-    reports the peak: a child forked from this (large) process would inherit its high-water mark."""
+def run_measured(command: Sequence[str]) -> tuple[float, float, float, str]:
+    """(wall seconds, peak RSS in MB, CPU seconds, stdout) of one process, started as a shell
+    would. GNU time reports the peak: a child forked from this (large) process would inherit its
+    high-water mark."""
     with tempfile.NamedTemporaryFile("r") as peak:
         started = time.perf_counter()
         done = subprocess.run(
-            ["/usr/bin/time", "-f", "%M", "-o", peak.name, *command],
+            ["/usr/bin/time", "-f", "%M %U %S", "-o", peak.name, *command],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             check=True,
         )
         wall = time.perf_counter() - started
-        kb = int(peak.read().split()[-1])
-    return wall, kb / 1024, done.stdout.decode("utf-8", "replace")
+        kb, user, system = peak.read().split()[-3:]
+    return wall, int(kb) / 1024, float(user) + float(system), done.stdout.decode("utf-8", "replace")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -146,12 +150,13 @@ def arela_asks(repo: Path, persist: Path, questions: list[str]) -> dict[str, Any
     return summarise(runs)
 
 
-def summarise(runs: list[tuple[float, float, str]]) -> dict[str, Any]:
-    walls = [wall for wall, _, _ in runs]
+def summarise(runs: list[tuple[float, float, float, str]]) -> dict[str, Any]:
+    walls = [wall for wall, _, _, _ in runs]
     return {
         "median_s": round(statistics.median(walls), 2),
         "max_s": round(max(walls), 2),
-        "peak_mb": round(max(rss for _, rss, _ in runs)),
+        "median_cpu_s": round(statistics.median(cpu for _, _, cpu, _ in runs), 2),
+        "peak_mb": round(max(rss for _, rss, _, _ in runs)),
     }
 
 
@@ -193,11 +198,11 @@ def stock(repo: Path, persist: Path, paths: list[str], questions: list[str], ask
     listed.write_text(json.dumps(paths))
     me = [sys.executable, __file__]
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall, rss, out = run_measured([*me, "--stock-build", str(repo), str(persist), str(listed)])
+    wall, rss, _, out = run_measured([*me, "--stock-build", str(repo), str(persist), str(listed)])
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     spent_cpu = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
     asked = [str(persist), json.dumps(questions)]
-    _, _, timed = run_measured([*me, "--stock-ask", *asked, "warm"])
+    _, _, _, timed = run_measured([*me, "--stock-ask", *asked, "warm"])
     spent = json.loads(timed)[3:]  # as arela's: after three
     runs = [
         run_measured([*me, "--stock-ask", str(persist), json.dumps([q]), "once"])
@@ -245,6 +250,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200, help="warm queries")
     parser.add_argument("--asks", type=int, default=5, help="`ask` processes")
     parser.add_argument("--no-stock", action="store_true", help="arela only")
+    parser.add_argument("--index", type=Path, metavar="PERSIST_DIR", help="query this index")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     repo = args.repo
@@ -259,14 +265,16 @@ def main() -> None:
     repo = repo.resolve()
     result: dict[str, Any] = {"repo": str(repo), "load_before": load()}
     with tempfile.TemporaryDirectory(prefix="arela-bench-index-") as tmp:
-        persist = Path(tmp) / "arela"
-        for _ in range(args.runs):
+        persist = args.index.resolve() if args.index else Path(tmp) / "arela"
+        for _ in range(0 if args.index else args.runs):
             shutil.rmtree(persist, ignore_errors=True)
             result["arela"] = build_arela(repo, persist)
+        if args.index:
+            result["arela"] = {"size_mb": round(folder_mb(persist), 1)}
         questions = questions_of(persist, repo, args.questions)
         result["arela"]["warm"] = arela_warm(persist, questions)
         result["arela"]["ask"] = arela_asks(repo, persist, questions[: args.asks])
-        if not args.no_stock:
+        if not args.no_stock and not args.index:
             from arela_index.indexing.persist import Manifest, current_build
 
             folder = current_build(persist)
@@ -282,20 +290,25 @@ def main() -> None:
 
 def table(result: dict[str, Any]) -> str:
     a, s = result["arela"], result.get("stock")
+    built = "build_s" in a  # not with --index
     rows = [
-        ("files, chunks, commits", f"{a['files']}, {a['chunks']}, {a['commits']}", f"{s['chunks']} chunks" if s else ""),
-        ("build to answerable (s)", a["answerable_s"], s["build_s"] if s else ""),
-        ("build, whole (s)", a["build_s"], s["build_s"] if s else ""),
-        ("build CPU (s)", a["cpu_s"], s["cpu_s"] if s else ""),
-        ("build peak RSS (MB; largest child)", f"{a['peak_mb']} ({a['peak_child_mb']})", s["peak_mb"] if s else ""),
         ("index size (MB)", a["size_mb"], s["size_mb"] if s else ""),
         ("warm query p50 / p95 (ms)", f"{a['warm']['p50_ms']} / {a['warm']['p95_ms']}", f"{s['warm']['p50_ms']} / {s['warm']['p95_ms']}" if s else ""),
         ("ask from the shell, median / max (s)", f"{a['ask']['median_s']} / {a['ask']['max_s']}", f"{s['ask']['median_s']} / {s['ask']['max_s']}" if s else ""),
+        ("ask CPU, median (s)", a["ask"]["median_cpu_s"], s["ask"]["median_cpu_s"] if s else ""),
         ("ask peak RSS (MB)", a["ask"]["peak_mb"], s["ask"]["peak_mb"] if s else ""),
     ]  # fmt: skip
+    if built:
+        rows[:0] = [
+            ("files, chunks, commits", f"{a['files']}, {a['chunks']}, {a['commits']}", f"{s['chunks']} chunks" if s else ""),
+            ("build to answerable (s)", a["answerable_s"], s["build_s"] if s else ""),
+            ("build, whole (s)", a["build_s"], s["build_s"] if s else ""),
+            ("build CPU (s)", a["cpu_s"], s["cpu_s"] if s else ""),
+            ("build peak RSS (MB; largest child)", f"{a['peak_mb']} ({a['peak_child_mb']})", s["peak_mb"] if s else ""),
+        ]  # fmt: skip
     lines = [
         f"{result['repo']} (load {result['load_before']} before, {result['load_after']} after)",
-        f"phases (s): {a['phases_s']}",
+        f"phases (s): {a['phases_s']}" if built else "",
         "",
         f"| {'what':38} | {'arela':>14} | {'stock BM25':>14} |",
         f"| {'-' * 38} | {'-' * 14}: | {'-' * 14}: |",

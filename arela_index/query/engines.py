@@ -182,6 +182,33 @@ class ArelaRetriever(BaseRetriever):
         }
 
 
+def _prompt_helpers(llm: LLM) -> dict[str, Any]:
+    """The base synthesizer's prompt helpers (the user's in `Settings`, else made for `llm`)
+    with LlamaIndex's tokenizer loaded when first used: made as the base class makes them, they
+    would load tiktoken's tables now (half a second), and this synthesizer never counts tokens.
+    The chat one where LlamaIndex has it (after 0.14.0)."""
+    from llama_index.core import Settings
+    from llama_index.core.indices import prompt_helper
+
+    helpers = {
+        "prompt_helper": Settings._prompt_helper
+        or prompt_helper.PromptHelper.from_llm_metadata(llm.metadata, tokenizer=_tokens)
+    }
+    chat = getattr(prompt_helper, "ChatPromptHelper", None)
+    if chat is not None:
+        helpers["chat_prompt_helper"] = getattr(
+            Settings, "_chat_prompt_helper", None
+        ) or chat.from_llm_metadata(llm.metadata, tokenizer=_tokens)
+    return helpers
+
+
+def _tokens(text: str) -> list[Any]:
+    """LlamaIndex's tokenizer, loaded when first used."""
+    from llama_index.core.utils import get_tokenizer
+
+    return get_tokenizer()(text)
+
+
 class CitedSynthesizer(BaseSynthesizer):
     """Writes the answer: an LLM's, citing its sources, or offline the ranked cited context.
 
@@ -208,10 +235,12 @@ class CitedSynthesizer(BaseSynthesizer):
                 f"{' or '.join(RESPONSE_MODES)}"
             )
         # The base class wants an LLM; MockLLM keeps Settings.llm (OpenAI) from being read offline.
+        llm_or_mock = llm or MockLLM()
         super().__init__(
-            llm=llm or MockLLM(),
+            llm=llm_or_mock,
             callback_manager=callback_manager or Settings.callback_manager,
             streaming=streaming,
+            **_prompt_helpers(llm_or_mock),
         )
         self.answer_llm = llm
         self.response_mode = response_mode

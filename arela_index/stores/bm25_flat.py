@@ -9,9 +9,9 @@ is bm25s's own to the last bit (tests/stores/test_code_bm25_build.py holds it to
 
 from __future__ import annotations
 
-import json
+import bisect
 import math
-import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,27 +120,105 @@ def _scores(index: Any, docs: FlatDocs, n_vocab: int) -> dict[str, Any]:
     }
 
 
-_VOCAB = "vocab.index.json"
-_read: dict[tuple[Any, ...], dict[str, int]] = {}
-_reading = threading.Lock()
+# bm25s saves its vocabulary as one JSON object (tens of MB on a large repository), which a
+# question would read whole to look up its few terms. Saved instead: the terms sorted by their
+# UTF-8 bytes end to end, and each one's end in those bytes and its id, both memory-mapped.
+VOCABULARY_FILES = ("vocab.terms.npy", "vocab.ends.npy")
+_BM25S_VOCAB = "vocab.index.json"
+_ENDS = np.dtype([("end", "<i8"), ("id", "<i4")])
 
 
-def saved_vocabulary(folder: Path) -> dict[str, int]:
-    """The vocabulary of a bm25s index saved in `folder` (term -> id), read once per process
-    however many ask: the grader's term counts and the code memory's search share it (on a
-    large repository it is a few hundred thousand terms, tens of MB once read)."""
-    path = folder / _VOCAB
-    with _reading:
-        info = path.stat()
-        key = (str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns)
-        if key not in _read:
-            vocab = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(vocab, dict):
-                raise ValueError(f"{path} holds no vocabulary")
-            while len(_read) >= 2:  # a refreshed index's replaces the oldest
-                del _read[next(iter(_read))]
-            _read[key] = vocab
-        return _read[key]
+def save_index(index: Any, folder: Path, vocabulary: bool = True) -> None:
+    """Save a bm25s index into `folder` by bm25s, with its vocabulary as `SavedVocabulary`
+    reads it in place of bm25s's JSON one (or none: an index searched by another's ids)."""
+    index.save(str(folder), show_progress=False)
+    (folder / _BM25S_VOCAB).unlink()
+    if vocabulary:
+        save_vocabulary(folder, index.vocab_dict)
+
+
+def save_vocabulary(folder: Path, vocab: Mapping[str, int]) -> None:
+    """Write `vocab` (term -> id) into `folder` as `SavedVocabulary` reads it. bm25s's own
+    empty token, numbered after the terms with no column of its own, is left out: every saved
+    id is a column."""
+    encoded = sorted(
+        (term.encode("utf-8", "surrogatepass"), number) for term, number in vocab.items() if term
+    )
+    ends = np.zeros(len(encoded), dtype=_ENDS)
+    ends["end"] = np.cumsum([len(term) for term, _ in encoded])
+    ends["id"] = [number for _, number in encoded]
+    terms = np.frombuffer(b"".join(term for term, _ in encoded), dtype=np.uint8)
+    np.save(folder / VOCABULARY_FILES[0], terms)
+    np.save(folder / VOCABULARY_FILES[1], ends)
+
+
+class SavedVocabulary(Mapping[str, int]):
+    """The vocabulary of a bm25s index saved by `save_vocabulary` (term -> id), memory-mapped: a
+    lookup is a binary search over the sorted terms, so a question reads the pages of its own
+    terms, not the few hundred thousand of a large repository. `ids` bounds the ids it may hold
+    (the index's columns); a file that is not such a vocabulary is a `ValueError`.
+
+    >>> vocab = SavedVocabulary(Path("idx/code/bm25"), ids=300_000)   # doctest: +SKIP
+    >>> vocab.get("pars"), "never-seen" in vocab                       # doctest: +SKIP
+    (2120, False)
+    """
+
+    def __init__(self, folder: Path, ids: int) -> None:
+        terms, ends = (
+            np.load(folder / name, mmap_mode="r", allow_pickle=False) for name in VOCABULARY_FILES
+        )
+        if terms.dtype != np.uint8 or ends.dtype != _ENDS or terms.ndim != 1 or ends.ndim != 1:
+            raise ValueError("not a vocabulary's arrays")
+        bounds, numbers = np.asarray(ends["end"]), np.asarray(ends["id"])
+        # Checked whole (a few MB): a term's bytes and id are then always inside the arrays.
+        if len(bounds) and (
+            bounds[0] < 0
+            or bounds[-1] != len(terms)
+            or (np.diff(bounds) < 0).any()
+            or numbers.min() < 0
+            or numbers.max() >= ids
+        ):
+            raise ValueError("its terms or ids are out of bounds")
+        # Read item by item in a binary search: a memoryview and `item` cost a third of what
+        # NumPy's indexing does.
+        self._terms = np.asarray(terms).data
+        self._starts, self._ends = np.concatenate(([0], bounds[:-1])), bounds
+        self._ids = numbers
+
+    def _term(self, k: int) -> bytes:
+        return self._terms[self._starts.item(k) : self._ends.item(k)].tobytes()
+
+    def __getitem__(self, term: str) -> int:
+        key = term.encode("utf-8", "surrogatepass")
+        k = bisect.bisect_left(_Sorted(self), key)
+        if k < len(self._ids) and self._term(k) == key:
+            return int(self._ids.item(k))
+        raise KeyError(term)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._term(k).decode("utf-8", "surrogatepass") for k in range(len(self)))
+
+
+class _Sorted(Sequence[bytes]):
+    """A vocabulary's terms as a sequence `bisect` searches, read one by one."""
+
+    def __init__(self, vocab: SavedVocabulary) -> None:
+        self._vocab = vocab
+
+    def __len__(self) -> int:
+        return len(self._vocab)
+
+    def __getitem__(self, k: Any) -> Any:
+        return self._vocab._term(k)
+
+
+def saved_vocabulary(folder: Path, ids: int) -> SavedVocabulary:
+    """The vocabulary of a bm25s index saved in `folder` (term -> id, ids below `ids`, its
+    columns)."""
+    return SavedVocabulary(folder, ids)
 
 
 class DocumentCounts:
@@ -160,22 +238,18 @@ class DocumentCounts:
         # Memory-mapped: the scores and documents are never read, only the column pointers.
         try:
             index = bm25s.BM25.load(str(folder), mmap=True, load_vocab=False, show_progress=False)
-            vocab = saved_vocabulary(folder)
+            pointers = np.asarray(index.scores["indptr"])
+            self._vocab = saved_vocabulary(folder, ids=len(pointers) - 1)
         except Exception as exc:  # bm25s raises many kinds on a damaged folder
             raise ValueError(f"{folder} cannot be read: {type(exc).__name__}") from exc
-        pointers = np.asarray(index.scores["indptr"])
-        # bm25s numbers its own empty token after the terms, with no column of its own.
-        if not isinstance(vocab, dict) or len(pointers) < len(vocab):
-            raise ValueError("vocabulary and column pointers do not fit")
-        self._vocab: dict[str, int] = vocab
-        self._lengths = np.diff(pointers)
+        self._pointers = pointers
 
     def __call__(self, term: str) -> int | None:
         """The number of documents holding `term`; None when the index does not know it."""
-        number = self._vocab.get(term) if term else None
-        if number is None or not 0 <= number < len(self._lengths):
+        number = self._vocab.get(term)
+        if number is None:
             return None
-        return int(self._lengths[number])
+        return int(self._pointers[number + 1] - self._pointers[number])
 
 
 def _csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_cols: int) -> tuple[Any, ...]:

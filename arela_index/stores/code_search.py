@@ -24,7 +24,7 @@ import numpy as np
 from llama_index.core.schema import TextNode
 
 from arela_index.errors import corrupt
-from arela_index.stores.bm25_flat import bm25_idf, saved_vocabulary
+from arela_index.stores.bm25_flat import bm25_idf, save_index, saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
@@ -229,7 +229,7 @@ class SparseIndex:
             (self.chunks, _CHUNK_INDEX, chunk_ids),
             (self.files, _FILE_INDEX, self.paths),
         ):
-            index.save(str(directory / folder), show_progress=False)
+            save_index(index, directory / folder, vocabulary=folder == _CHUNK_INDEX)
             (directory / folder / _NAMES).write_text(json.dumps(list(names)), encoding="utf-8")
         if self.terms is not None:
             self.terms.save(directory, self.paths, self._file_of())
@@ -364,8 +364,8 @@ def _load(folder: Path, documents: int, vocabulary: bool = True) -> Any:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
         index = bm25s.BM25.load(str(folder), load_vocab=False, mmap=True, show_progress=False)
-        if vocabulary:  # the grader's term counts read the same (`DocumentCounts`)
-            index.vocab_dict = saved_vocabulary(folder)
+        if vocabulary:  # memory-mapped, as the grader's term counts read it (`DocumentCounts`)
+            index.vocab_dict = saved_vocabulary(folder, ids=len(index.scores["indptr"]) - 1)
         size = len(index.get_scores_from_ids([]))  # its documents: the empty question's scores
     except Exception as exc:  # bm25s raises many kinds on a damaged folder
         raise corrupt(folder, f"{type(exc).__name__}: {_one_line(exc)}") from None

@@ -625,7 +625,7 @@ def _garbage(path: Path) -> None:
         ("code/embedding.json", _garbage, "embedding.json"),
         ("code/embedding.json", Path.unlink, "embedding.json"),
         ("code/bm25/names.json", lambda p: p.write_text(""), "bm25"),
-        ("code/bm25/vocab.index.json", _truncate, "bm25"),
+        ("code/bm25/vocab.ends.npy", _truncate, "bm25"),
         ("code/bm25/data.csc.index.npy", _garbage, "bm25"),
         ("code/bm25/params.index.json", Path.unlink, "bm25"),
         ("code/bm25_files/names.json", lambda p: p.write_text('["a.py"]'), "bm25_files"),
