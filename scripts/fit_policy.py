@@ -42,6 +42,9 @@ LABELLED = [
     ROOT / "benchmarks" / "questions_pytest_code.jsonl",
     *sorted((ROOT / "benchmarks").glob("questions_out_of_scope*.jsonl")),
     ROOT / "tests" / "support" / "routing_questions.yaml",
+    ROOT / "benchmarks" / "questions_compare.jsonl",
+    ROOT / "benchmarks" / "questions_pytest_mixed.jsonl",
+    ROOT / "benchmarks" / "questions_routing.jsonl",
 ]
 FALSE_ABSTENTION = 0.03  # the README's target: in-scope questions put out of scope, at most
 SURE_ERRORS = 0.005  # where a cheaper model is sure: no more wrong answers than this
