@@ -48,13 +48,20 @@ _CLAUSE = re.compile(
 
 
 def asks(question: str) -> list[str]:
-    """Its asks, each read on its own when it has several: an ask of asking words alone
-    ("who changed it, and why?") asks about the one before it, and is none of its own.
+    """Its asks, each read on its own when it has several: a part with a word that is neither
+    of asking nor a name. One of asking words alone ("who changed it, and why?") asks about the
+    one before it; one of names alone ("… (parse_config)") says what the one before is about.
 
-    >>> asks("who changed load_config, and why?")
+    >>> asks("who changed load_config, and why? (config.py)")
     ['who changed load_config']
     """
-    return [a for a in clauses(question) if not {w.lower() for w in words(a)} <= asking()]
+    found = []
+    for part in clauses(question):
+        mentions = Question.read(part, empty_ok=True).mentions
+        names = {w.lower() for n in (*mentions.names, *mentions.paths) for w in words(n)}
+        if {w.lower() for w in words(part)} - asking() - names:
+            found.append(part)
+    return found
 
 
 def clauses(question: str) -> list[str]:
