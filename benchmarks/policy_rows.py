@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,9 @@ from arela_index.index import ArelaIndex
 from arela_index.policy.decisions import QueryPolicy
 from arela_index.policy.meaning import MeaningCheck
 from arela_index.policy.repository import Repository
+from arela_index.policy.routing import asks, read_route
 from arela_index.policy.signals import CANDIDATES
+from arela_index.selectors.prototypes import Prototypes
 from arela_index.text.node_text import graded_text
 from arela_index.text.question import Question
 
@@ -235,6 +238,92 @@ def refresh_words(args: argparse.Namespace) -> None:
             out.write(json.dumps(row) + "\n")
 
 
+ROUTING_SETS = {  # labelled with an intent and the memories a correct route reads, of pytest
+    "questions_compare.jsonl": "pytest-dev/pytest",
+    "questions_pytest_mixed.jsonl": "pytest-dev/pytest",
+}
+
+
+def route_row(
+    policy: QueryPolicy, prototypes: Prototypes, item: dict[str, Any], group: str, source: str
+) -> dict[str, Any]:
+    """One labelled question's routing signals against its repository (`--routing`)."""
+    question = Question.read(item["question"])
+    reading = policy.read(question)
+    each = asks(reading.shape.prose)
+    intents = item.get("intents") or [item["intent"]]
+    return {
+        "kind": "route",
+        "id": item["id"],
+        "question": item["question"],
+        "group": group,
+        "source": source,
+        "intents": intents,
+        "memories": sorted(item["memories"]),
+        "values": route_values(policy, prototypes, question),
+        "asks": [route_values(policy, prototypes, Question.read(a)) for a in each]
+        if len(each) > 1
+        else [],
+    }
+
+
+def route_values(
+    policy: QueryPolicy, prototypes: Prototypes, question: Question
+) -> dict[str, float]:
+    """The routing signals as the selector reads them."""
+    reading = policy.read(question)
+    like = prototypes.lexical(reading.shape.prose, question.mentions)
+    return read_route(question, reading.entities, reading.shape, like)
+
+
+def routing_rows(args: argparse.Namespace, out: Any) -> None:
+    """Rows of the routing models: the routing tests' questions over taskq and shop, the pytest
+    sets with an intent (asked of `--pytest`), benchmarks/questions_routing.jsonl (each of its
+    checkout), and issue-like questions from pytest's history (`--history`: history_questions.py's
+    output), whose route is the code's (what the code does)."""
+    prototypes = Prototypes()
+
+    def write(policy: QueryPolicy, items: list[dict[str, Any]], group: str, source: str) -> None:
+        for item in items:
+            if item.get("abstain") or item.get("intents") == ["out_of_scope"]:
+                continue
+            out.write(json.dumps(route_row(policy, prototypes, item, group, source)) + "\n")
+        print(f"{group} ({source}): {len(items)} routing questions", file=sys.stderr)
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.routing_repos import BUILDERS, vocabulary_for
+
+    labelled = yaml.safe_load(ROUTING.read_text())["questions"]
+    for name, build in BUILDERS.items():
+        args.routing_repos.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=args.routing_repos)) / name
+        policy = QueryPolicy(Repository.of(vocabulary_for(build(root))))
+        items = [
+            {"id": f"routing-{name}-{n}", "question": q["q"], **q}
+            for n, q in enumerate(q for q in labelled if q["repo"] == name)
+        ]
+        write(policy, items, f"tests/{name}", ROUTING.name)
+    if args.pytest:
+        policy = QueryPolicy(Repository.of(_index(args, args.pytest).vocabulary))
+        for path in ROUTING_SETS:
+            write(policy, read_set(HERE / path), ROUTING_SETS[path], path)
+        for path in args.history or []:
+            items = [{**i, "intent": "factual", "memories": ["code"]} for i in read_set(path)]
+            write(policy, items, "pytest-dev/pytest history", path.name)
+    written = read_set(HERE / "questions_routing.jsonl")
+    for checkout in sorted({i["checkout"] for i in written}):
+        items = [i for i in written if i["checkout"] == checkout]
+        policy = QueryPolicy(Repository.of(_index(args, checkout).vocabulary))
+        write(policy, items, items[0]["repo"], "questions_routing.jsonl")
+
+
+def _index(args: argparse.Namespace, checkout: str) -> ArelaIndex:
+    index = open_checkout(args.repos_dir / checkout, args.index_name)
+    if index is None:
+        raise SystemExit(f"no index of {checkout} in {args.repos_dir}: build it first")
+    return index
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/repos"))
@@ -256,8 +345,16 @@ def main() -> None:
         action="store_true",
         help="scope rows only, measured against the repository's names alone (no text, no meaning)",
     )
+    parser.add_argument(
+        "--routing", action="store_true", help="only the routing rows (see routing_rows)"
+    )
+    parser.add_argument("--history", type=Path, action="append", help="history_questions.py out")
     args = parser.parse_args()
 
+    if args.routing:
+        with args.out.open("w") as out:
+            routing_rows(args, out)
+        return
     if args.refresh_words:
         refresh_words(args)
         return

@@ -29,7 +29,7 @@ MODULES = (
     "query/engines.py",
     "query/loop.py",
     "text/question.py",
-    "selectors/intents.py",
+    "policy/routing.py",
     "retrievers/audit.py",
     "text/timephrases.py",
 )

@@ -1,8 +1,10 @@
 """ArelaSelector: decides which memories (tools) answer a question, fast, and says why.
 
-Three stages, each only when the previous one is unsure: phrasing rules with entity evidence,
-similarity to labeled example questions, then a small Ollama model with a JSON schema. It never
-fails to produce a route: stage 3's failures fall back to the best answer of stages 1 and 2.
+The policy's routing models (`policy/routing.py`) weigh the question's signals, its words'
+similarity to example questions among them. Each stage only when the one before is unsure: the
+models on the words (stage "rules"), the same with the embedding model's similarity to the
+examples (stage "prototypes", when an embedding model is set), then a small Ollama model with a
+JSON schema. It never fails to produce a route: stage 3's failures keep the models' best answer.
 """
 
 from __future__ import annotations
@@ -36,18 +38,11 @@ from arela_index.policy.intents import (
     TEMPORAL,
 )
 from arela_index.policy.repository import Repository
+from arela_index.policy.routing import Intents, asks
 from arela_index.selectors.by_description import described, stock_picks
 from arela_index.selectors.compared import compared_entities
-from arela_index.selectors.intents import (
-    STRONG,
-    Cue,
-    RuleEvidence,
-    clauses,
-    read_rules,
-)
 from arela_index.selectors.llm_stage import DEFAULT_PROMPT, PROMPT_VARIABLES, LLMStage, LLMVerdict
 from arela_index.selectors.prototypes import Prototypes
-from arela_index.selectors.reports import heed
 from arela_index.selectors.tools import (
     closest_tool,
     description_terms,
@@ -59,8 +54,6 @@ from arela_index.steps import Steps, arun, run
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading, read_question
-from arela_index.text.stem import stem
-from arela_index.text.tokens import STOPWORDS, words
 from arela_index.trace import Trace
 from arela_index.workers import offload
 
@@ -81,7 +74,7 @@ class _Draft:
 
     route: Trace
     entities: Entities
-    rules: RuleEvidence
+    intents: Intents
     reading: Reading
     available: list[str]
     choices: list[ToolMetadata] | None
@@ -91,7 +84,7 @@ class _Draft:
 
 
 class ArelaSelector(BaseSelector):
-    """Route a question to the code, graph and audit memories: rules → prototypes → small LLM.
+    """Route a question to the code, graph and audit memories: fitted models → small LLM.
 
     >>> vocabulary = Vocabulary(symbols=["app.config.load_config"])
     >>> selector = ArelaSelector(vocabulary, available=("code", "graph"))
@@ -196,14 +189,13 @@ class ArelaSelector(BaseSelector):
         draft = self._read(question, choices)
         if draft.route.intents:
             return self._finish(draft)
-        with draft.route.time("prototypes"):
-            sims = yield from self._prototypes.similarity_steps(
-                question.text,
-                question.mentions,
-                self.policy.repository.names,
-                notes=draft.route.notes,
-            )
-        if self._weigh(draft, sims) or self._llm is None:
+        if self._prototypes.embed_model is not None:
+            with draft.route.time("prototypes"):
+                sims = yield from self._prototypes.similarity_steps(
+                    draft.reading.prose, question.mentions, notes=draft.route.notes
+                )
+            draft.intents = self._intents(question, draft.reading, sims)
+        if self._weigh(draft) or self._llm is None:
             return self._finish(draft)
         verdict = yield from self._llm.ask_steps(
             question.text, self._memory_texts(draft, choices), self._hint(draft)
@@ -225,20 +217,37 @@ class ArelaSelector(BaseSelector):
             scope = policy.scope_by_words(read)
             if not scope.out and metas and not self.policy.repository.size:
                 scope = policy.scope_among_tools(read, [described(m) for m in metas])
-            rules = self._rules(question, entities, reading)
-        draft = _Draft(route, entities, rules, reading, available, metas, tools, started, scope)
+            intents = self._intents(question, reading)
+        draft = _Draft(route, entities, intents, reading, available, metas, tools, started, scope)
         if scope.out:
             route.intents = [(OUT_OF_SCOPE, round(1 - (scope.probability or 0.05), 2))]
             route.notes.append(scope.why)
-            return draft
-        strong = rules.strong()
-        if strong:
-            route.intents = [(cue.intent, _rule_confidence(cue, rules)) for cue in strong]
-            route.notes.extend(f"{cue.intent}: '{cue.text}'" for cue in strong)
-        elif reading.report:  # what the code does: no example question looks like an issue
-            route.intents = [(FACTUAL, 0.8)]
-            route.notes.append(reading.note)
+        elif intents.confidence >= self.confidence_threshold:
+            self._take(draft, "rules")
         return draft
+
+    def _intents(
+        self, question: Question, reading: Reading, similarity: dict[str, float] | None = None
+    ) -> Intents:
+        """The routing models' intents for the question and each of its asks; `similarity` to
+        the examples when measured with embeddings too (else by words)."""
+
+        def like(text: str) -> dict[str, float]:
+            return self._prototypes.lexical(text, Question.read(text, empty_ok=True).mentions)
+
+        each = asks(reading.prose)
+        return self.policy.intents(
+            question,
+            similarity or like(reading.prose),
+            [(Question.read(a, empty_ok=True), like(a)) for a in each] if len(each) > 1 else [],
+        )
+
+    def _take(self, draft: _Draft, stage: str) -> None:
+        """The models' intents become the route's, with what weighed most for the first."""
+        route, intents = draft.route, draft.intents
+        route.intents, route.stage = list(intents.chosen), stage
+        why = ", ".join(intents.reasons) or "no signal stood out"
+        route.notes.append(f"{intents.names[0]} ({intents.confidence:.2f}): {why}")
 
     def _policy_for(
         self, metas: list[ToolMetadata] | None, tools: dict[str, int] | None
@@ -252,59 +261,12 @@ class ArelaSelector(BaseSelector):
         names = repository.names | own
         return QueryPolicy(Repository(repository.vocabulary, names, repository.text))
 
-    def _rules(self, question: Question, entities: Entities, reading: Reading) -> RuleEvidence:
-        prose = reading.prose
-        # A name in a pasted report is its reporter's or a maintainer's, not a history ask.
-        authors = [] if reading.report else self._author_cues(prose, entities)
-        rules = heed(read_rules(prose, authors), reading)
-        if not rules.cues:
-            rules.cues.extend(self._naming_cues(question.text, entities))
-            rules = heed(read_rules(prose, rules.cues), reading)
-        return rules
-
-    def _author_cues(self, text: str, entities: Entities) -> list[Cue]:
-        parts = [p.lower() for p in clauses(text)]
-        cues = []
-        for author in entities.authors:
-            names = [p.lower() for p in author.split() if len(p) > 2]
-            clause = next((i for i, p in enumerate(parts) if any(n in p for n in names)), 0)
-            cues.append(Cue(TEMPORAL, STRONG, f"names {author}, an author in the history", clause))
-        return cues
-
-    def _naming_cues(self, text: str, entities: Entities) -> list[Cue]:
-        """A question with no cue that only names things ("RedisBackend key format?",
-        "storage backends") asks what they are."""
-        named = (*entities.mentions.names, *entities.mentions.paths)
-        mentioned = {p for n in named for p in words(n.lower())}
-        content = [w for w in words(text.lower()) if w not in STOPWORDS and w not in mentioned]
-        names = self.policy.repository.names
-        leftover = [w for w, s in zip(content, stem(content), strict=True) if s not in names]
-        if entities.known and len(leftover) <= 2:
-            return [Cue(FACTUAL, STRONG, f"names {entities.known[0]} and asks nothing else", 0)]
-        if content and not leftover:
-            return [Cue(FACTUAL, 0.8, "only the repository's own words", 0)]
-        return []
-
-    # Stage 2: rules' hints plus prototype similarity. True when confident enough to stop.
-    def _weigh(self, draft: _Draft, sims: dict[str, float]) -> bool:
+    # Stage 2: the models' best guess, the embedding model's similarity to the examples weighed
+    # in when there is one. True when confident enough to stop.
+    def _weigh(self, draft: _Draft) -> bool:
         route = draft.route
-        combined = {i: draft.rules.scores.get(i, 0.0) + sims.get(i, 0.0) for i in PRIMARY_MEMORY}
-        if draft.reading.describes and TEMPORAL not in draft.rules.scores:
-            combined[TEMPORAL] = 0.0  # history is for questions that ask for it
-        ranked = sorted(combined.items(), key=lambda kv: kv[1], reverse=True)
-        (best, top), (_, second) = ranked[0], ranked[1]
-        if top <= 0:
-            best, confidence = FACTUAL, 0.3
-            route.notes.append("no cue in the wording: read as a factual question")
-        else:
-            confidence = 0.5 * min(1.0, top) + 0.5 * (top - second) / top
-            cue = draft.rules.cue_for(best)
-            route.notes.append(
-                f"{best}: prototypes {sims.get(best, 0.0):.2f}"
-                + (f", hint '{cue.text}'" if cue else "")
-            )
-        route.intents = [(best, round(confidence, 2))]
-        route.stage = "prototypes"
+        self._take(draft, "prototypes")
+        confidence = draft.intents.confidence
         if confidence >= self.confidence_threshold:
             return True
         route.needs_llm = True
@@ -364,9 +326,7 @@ class ArelaSelector(BaseSelector):
     def _plan(self, draft: _Draft) -> list[tuple[str, str]]:
         chosen: dict[str, str] = {}
         for intent, confidence in draft.route.intents:
-            cue = draft.rules.cue_for(intent)
-            said = f" '{cue.text}'" if cue and draft.route.stage == "rules" else ""
-            why = f"{intent} ({confidence:.2f}, {draft.route.stage}{said})"
+            why = f"{intent} ({confidence:.2f}, {draft.route.stage})"
             wanted = [(PRIMARY_MEMORY[intent], f"{why}: {MEMORY_MEANINGS[PRIMARY_MEMORY[intent]]}")]
             # A report names its own code too (`class SomeClass` in a repro): no bet on one name.
             if intent == FACTUAL and draft.entities.named_symbols and not draft.reading.report:
@@ -388,24 +348,18 @@ class ArelaSelector(BaseSelector):
 
     @staticmethod
     def _code_too(draft: _Draft) -> None:
-        """A long question, or a guess stages 1 and 2 were unsure of, also asks what the code does:
-        its best code-reading intent joins the route, so code is searched (and graded as fit)."""
+        """A long question, or a bug's symptom, also asks what the code does: its likeliest
+        code-reading intent joins the route, so code is searched (and graded as fit)."""
         route = draft.route
-        guessed = route.needs_llm and route.stage == "prototypes"
         # "who broke parse_cron?" is a symptom that asks for history: history answers it.
         symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
-        if not (draft.reading.long or symptom or guessed) or any(
+        if not (draft.reading.long or symptom) or any(
             PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names
         ):
             return
-        readers = [i for i in (FACTUAL, CONCEPTUAL, PROCEDURAL) if draft.rules.scores.get(i)]
-        best = max(readers, key=lambda i: draft.rules.scores[i], default=FACTUAL)
-        route.intents.append((best, round(min(c for _, c in route.intents) * 0.9, 2)))
-        route.notes.append(
-            draft.reading.note
-            if draft.reading.describes
-            else f"unsure: {best} too, so code is searched"
-        )
+        best = draft.intents.best_of((FACTUAL, CONCEPTUAL, PROCEDURAL))
+        route.intents.append((best, dict(draft.intents.probabilities).get(best, 0.0)))
+        route.notes.append(draft.reading.note)
 
     def _picks(self, draft: _Draft) -> list[tuple[int, str]]:
         route = draft.route
@@ -448,12 +402,6 @@ class ArelaSelector(BaseSelector):
         return ArelaSelection(
             selections=[SingleSelection(index=i, reason=r) for i, r in picks], route=route
         )
-
-
-def _rule_confidence(cue: Cue, rules: RuleEvidence) -> float:
-    rivals = [c.weight for c in rules.cues if c.clause == cue.clause and c.intent != cue.intent]
-    rival = max(rivals, default=0.0)
-    return round(min(0.97, 0.8 + 0.1 * cue.weight) * (1 - 0.3 * min(1.0, rival / cue.weight)), 2)
 
 
 def _tools(

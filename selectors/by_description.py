@@ -23,10 +23,15 @@ from arela_index.policy.intents import MEMORIES
 from arela_index.selectors.tools import closest_tool, memory_of
 from arela_index.trace import Trace
 
-# How near (cosine) a question must come to a tool's description to be that tool's: the bar the
-# meaning check set for a question and a passage on this model (under it, no in-scope question
-# of the abstention sets' tune halves came to any passage of its repository).
-NEAR_ENOUGH = 0.32
+
+def near_enough() -> float:
+    """How near (cosine) a question must come to a tool's description to be that tool's: the
+    cosine to its closest passage from which the fitted scope model keeps a question that is
+    average in every other signal (a description stands for its tool as a passage for its code).
+    """
+    from arela_index.policy.model import PolicyTable
+
+    return PolicyTable.shipped().model("scope").at_bar("closest")
 
 
 def stock_picks(
@@ -60,7 +65,7 @@ def _closest(
     question: str, tools: Sequence[ToolMetadata], candidates: list[int]
 ) -> tuple[int, str]:
     """The candidate tool nearest the question, and how: "meaning: …" when the sentence model
-    puts it at least `NEAR_ENOUGH` away, "words" without the model, "a weak meaning" else."""
+    puts it at least `near_enough()` near, "words" without the model, "a weak meaning" else."""
     cosines = _cosines(question, tools)
     if cosines is None:  # no sentence model: the description that shares most words
         index, overlap = closest_tool(question, [tools[i] for i in candidates])
@@ -68,7 +73,7 @@ def _closest(
     cosines[[i not in candidates for i in range(len(tools))]] = -np.inf
     best = int(np.argmax(cosines))
     said = f"{_name(tools, best)} ({cosines[best]:.2f}{_next(tools, cosines, best)})"
-    return best, f"{'meaning' if cosines[best] >= NEAR_ENOUGH else 'a weak meaning'}: {said}"
+    return best, f"{'meaning' if cosines[best] >= near_enough() else 'a weak meaning'}: {said}"
 
 
 def _any_of(picks: list[tuple[int, str]], tools: set[int]) -> bool:

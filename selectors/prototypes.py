@@ -1,9 +1,10 @@
-"""Stage 2 of routing: similarity to labeled example questions, one set per intent.
+"""A routing signal: a question's similarity to labeled example questions, one set per intent.
 
 Offline the similarity is lexical: TF-IDF cosine over words and word pairs, with every name
 and path masked (`who calls X` looks like `who calls Y`). With an embedding model it is the
 mean of that and the cosine of embeddings, so paraphrases with no shared word still land.
-The examples talk about imaginary projects on purpose: they teach phrasing, not names.
+The examples talk about imaginary projects on purpose: they teach phrasing, not names. The
+routing models (`policy/routing.py`) weigh each intent's similarity with the other signals.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -143,21 +144,14 @@ EXAMPLES: Mapping[str, tuple[str, ...]] = {
 _SPACE = re.compile(r"\s+")
 
 
-def masked_tokens(
-    text: str, mentions: Mentions | None = None, terms: Container[str] = frozenset()
-) -> list[str]:
-    """Stemmed words and word pairs, with names, paths and the repository's own words masked.
-
-    Masking `terms` (the words the repository's names are made of) keeps the comparison on
-    phrasing: "the retry thing" must not look temporal because an example says "retry logic".
-    """
+def masked_tokens(text: str, mentions: Mentions | None = None) -> list[str]:
+    """Stemmed words and word pairs, with names and paths masked."""
     mentions = mentions or extract_mentions(text)
     for name in sorted(mentions.names, key=len, reverse=True):
         text = text.replace(f"`{name}`", " sym ").replace(name, " sym ")
     for path in sorted(mentions.paths, key=len, reverse=True):
         text = text.replace(f"`{path}`", " path ").replace(path, " path ")
     unigrams = stem(tokenize(_SPACE.sub(" ", text).lower(), keep_stopwords=True))
-    unigrams = ["sym" if t in terms else t for t in unigrams]
     return unigrams + [f"{a} {b}" for a, b in pairwise(unigrams)]
 
 
@@ -199,10 +193,8 @@ class Prototypes:
         norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
         return {t: w / norm for t, w in weights.items()}
 
-    def lexical(
-        self, question: str, mentions: Mentions | None = None, terms: Container[str] = frozenset()
-    ) -> dict[str, float]:
-        query = self._vector(set(masked_tokens(question, mentions, terms)))
+    def lexical(self, question: str, mentions: Mentions | None = None) -> dict[str, float]:
+        query = self._vector(set(masked_tokens(question, mentions)))
         dots: dict[int, float] = {}
         for token, weight in query.items():
             for i in self._postings.get(token, ()):
@@ -210,28 +202,20 @@ class Prototypes:
         return self._best_per_intent(dots.items())
 
     def similarity(
-        self,
-        question: str,
-        mentions: Mentions | None = None,
-        terms: Container[str] = frozenset(),
-        notes: list[str] | None = None,
+        self, question: str, mentions: Mentions | None = None, notes: list[str] | None = None
     ) -> dict[str, float]:
         """`similarity_steps`, run in line."""
-        return run(self.similarity_steps(question, mentions, terms, notes))
+        return run(self.similarity_steps(question, mentions, notes))
 
     def similarity_steps(
-        self,
-        question: str,
-        mentions: Mentions | None = None,
-        terms: Container[str] = frozenset(),
-        notes: list[str] | None = None,
+        self, question: str, mentions: Mentions | None = None, notes: list[str] | None = None
     ) -> Steps[dict[str, float]]:
         """Lexical similarity, averaged with embedding similarity when a model is set.
 
         A failing embedder (Ollama down, hanging, off-schema) leaves the lexical score alone,
         says why in `notes` and rests for `cooldown` seconds: one timeout, not one per question.
         """
-        lexical = self.lexical(question, mentions, terms)
+        lexical = self.lexical(question, mentions)
         embed = self._embed_model
         if embed is None or self._rests(notes):
             return lexical

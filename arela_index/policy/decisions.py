@@ -1,8 +1,9 @@
 """QueryPolicy: the query path's decisions in one place, each from signals and a fitted model.
 
 Three decisions, each typed and with its reasons: whether a question is about this repository
-(`Scope`), which memories to search (`Route`, taken by the selector with the intent reading),
-and which retrieved nodes are relevant (`relevance`). The selector, the query loop and the
+(`Scope`), which intents it has and so which memories to search (`Intents`, by the routing
+models of `routing.py`; the selector makes them a `Route`), and which retrieved nodes are
+relevant (`relevance`). The selector, the query loop and the
 grader ask it; none of them decides scope on its own.
 
 Scope is one logistic model over the signals of `signals.py`. Its sentence-model signals cost an
@@ -24,6 +25,7 @@ from arela_index.errors import ArelaError
 from arela_index.policy.evidence import Entities, read_entities
 from arela_index.policy.model import Logistic, PolicyTable
 from arela_index.policy.repository import Repository
+from arela_index.policy.routing import ROUTED, Intents, decide_route, read_route
 from arela_index.policy.signals import (
     CANDIDATES,
     SCOPE_MEANING,
@@ -305,6 +307,26 @@ class QueryPolicy:
                     f"{values['resembles']:.2f})"
                 )
         return tuple(said) or (_words_reason(reading.words),)
+
+    # -- routing ---------------------------------------------------------------------------------
+
+    def intents(
+        self,
+        question: Question,
+        similarity: dict[str, float],
+        asks: Sequence[tuple[Question, dict[str, float]]] = (),
+    ) -> Intents:
+        """The intents of a question in scope, by the routing models: `similarity` is its
+        similarity to each intent's example questions; `asks`, its several asks (each with its
+        own similarity) when it joins some."""
+        reading = self.read(question)
+        values = read_route(question, reading.entities, reading.shape, similarity)
+        each = []
+        for ask, like in asks:
+            read = self.read(ask)
+            each.append(read_route(ask, read.entities, read.shape, like))
+        models = {i: self.table.model(f"route_{i}") for i in ROUTED}
+        return decide_route(models, values, each)
 
     # -- relevance -------------------------------------------------------------------------------
 

@@ -58,6 +58,16 @@ class Logistic:
     def bar_logit(self) -> float:
         return math.log(self.bar / (1 - self.bar))
 
+    def at_bar(self, name: str) -> float:
+        """The value of feature `name` at which a question average in every other feature (the
+        fitted data's mean) reaches the bar.
+
+        >>> Logistic(("x",), np.array([2.0]), 0.0, np.array([0.5]), np.array([1.0]), 0.5).at_bar("x")
+        0.5
+        """
+        i = self.features.index(name)
+        return float(self.mean[i] + (self.bar_logit - self.bias) / self.per_unit(name))
+
     def per_unit(self, name: str) -> float:
         """What one unit of a feature adds to the logit."""
         i = self.features.index(name)

@@ -234,7 +234,7 @@ def test_the_model_stage_shows_in_the_trace(taskq: Any) -> None:
     with FakeOllama(chat_handler=answer) as fake:
         config = ArelaConfig(ollama_host=fake.url)
         router = router_for(taskq, llm=make_llm(config, config.router_model, 1.0))
-        nodes, trace = router.retrieve_with_trace("anything about cron?")
+        nodes, trace = router.retrieve_with_trace("the retry thing")
     assert trace.stage == "llm" and trace.memory_names == ["audit"] and "llm" in trace.timings_ms
     assert memories_of(nodes) <= {"audit"}
 
