@@ -27,7 +27,7 @@ from arela_index.llm.ollama import forget_probes
 HANG = 30.0
 SLACK = 3.0  # seconds of our own work per query, far above what it takes
 
-UNSURE = "the retry thing"  # the routing models are unsure: stage 3 asks the model
+UNSURE = "jobs and workers"  # the routing models are unsure, even beside the embeddings: stage 3 asks the model
 NAMED = "what does load_config do?"  # decided by rules; graded and answered
 
 # What the one-line reason says for each fault, at the chat endpoint and at the embed endpoint.
