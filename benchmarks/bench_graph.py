@@ -157,7 +157,7 @@ def main() -> None:
     )
     print(f"resolve + graph:    {clock.line('resolve')}")
     print(
-        f"build given parsed: {clock.line('given')}  (resolve, graph, JSON: what indexing adds to parsing)"
+        f"build given parsed: {clock.line('given')}  (resolve, graph, table: what indexing adds to parsing)"
     )
     full = clock.cpu["full"]
     print(

@@ -22,6 +22,8 @@ arela, built as `arela index` builds (in this process, its workers as children):
                  index's own symbols, files and authors: bench_load's set), after three to warm
     ask          `arela ask QUESTION --json --offline` from the shell, one process per question:
                  wall seconds (median, max) and the largest peak RSS of --asks questions
+    graph ask    the same for --asks of the set's graph questions ("who calls X?", "where is
+                 X defined?"), which read their symbols' rows of the graph table
 
 stock, what a LlamaIndex user would write: SentenceSplitter(512) chunks of the same files,
 `BM25Retriever.from_defaults(...)`, `persist()`; and a script that loads it and retrieves once.
@@ -274,6 +276,8 @@ def main() -> None:
         questions = questions_of(persist, repo, args.questions)
         result["arela"]["warm"] = arela_warm(persist, questions)
         result["arela"]["ask"] = arela_asks(repo, persist, questions[: args.asks])
+        graph = [q for q in questions if q.startswith(("who calls ", "where is "))]
+        result["arela"]["graph_ask"] = arela_asks(repo, persist, graph[: args.asks])
         if not args.no_stock and not args.index:
             from arela_index.indexing.persist import Manifest, current_build
 
@@ -297,6 +301,9 @@ def table(result: dict[str, Any]) -> str:
         ("ask from the shell, median / max (s)", f"{a['ask']['median_s']} / {a['ask']['max_s']}", f"{s['ask']['median_s']} / {s['ask']['max_s']}" if s else ""),
         ("ask CPU, median (s)", a["ask"]["median_cpu_s"], s["ask"]["median_cpu_s"] if s else ""),
         ("ask peak RSS (MB)", a["ask"]["peak_mb"], s["ask"]["peak_mb"] if s else ""),
+        ("graph ask, median / max (s)", f"{a['graph_ask']['median_s']} / {a['graph_ask']['max_s']}", ""),
+        ("graph ask CPU, median (s)", a["graph_ask"]["median_cpu_s"], ""),
+        ("graph ask peak RSS (MB)", a["graph_ask"]["peak_mb"], ""),
     ]  # fmt: skip
     if built:
         rows[:0] = [

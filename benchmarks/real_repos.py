@@ -4,7 +4,7 @@
 
 For each checkout (copied to a temporary folder first: the script edits a file there) it runs
 `arela index DIR --offline`, then asks questions it derives from the index it just built (the
-graph's node-link JSON) and from `git` itself, and checks each answer's sources:
+graph's table, read as node-link data) and from `git` itself, and checks each answer's sources:
 
 - who calls F?            F a function or method with callers: a caller's symbol (or its file) is a source
 - where is C defined?     C a class (a function when there is none): its file is among the top 3 sources
@@ -18,7 +18,7 @@ new function is defined (P among the top 3 sources), and runs `arela doctor --re
 after the build and after the refresh. A crash (non-zero exit or a traceback) is recorded with its
 error line and the run goes on. Wall seconds and peak RSS (the largest process of the command's
 tree, as `wait4` reports it) are per command. Only the CLI, the documented index folder
-(`<persist>/CURRENT` → `build-*/manifest.json`, `graph/graph.json`) and `git` are used, so
+(`<persist>/CURRENT` → `build-*/manifest.json`, `graph/graph.sqlite`) and `git` are used, so
 `--arela` can point at any version of arela.
 """
 
@@ -31,6 +31,7 @@ import re
 import shlex
 import shutil
 import signal
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -120,11 +121,24 @@ def git(repo: Path, *args: str) -> str:
 
 
 def load_build(repo: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The live build's manifest and graph (node-link JSON) from `<repo>/.arela`."""
+    """The live build's manifest and graph (as node-link data) from `<repo>/.arela`."""
     persist = repo / ".arela"
     build = persist / (persist / "CURRENT").read_text().strip()
     manifest = json.loads((build / "manifest.json").read_text())
-    graph = json.loads((build / "graph" / "graph.json").read_text())
+    conn = sqlite3.connect(
+        f"{(build / 'graph' / 'graph.sqlite').absolute().as_uri()}?mode=ro", uri=True
+    )
+    try:
+        nodes = conn.execute("SELECT name, data FROM nodes ORDER BY rowid").fetchall()
+        edges = conn.execute("SELECT source, target, relation, data FROM edges ORDER BY rowid")
+        graph = {
+            "nodes": [{**json.loads(data), "id": name} for name, data in nodes],
+            "edges": [
+                {**json.loads(data), "source": u, "target": v, "key": k} for u, v, k, data in edges
+            ],
+        }
+    finally:
+        conn.close()
     return manifest, graph
 
 

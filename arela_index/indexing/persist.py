@@ -43,7 +43,8 @@ from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow
 # 2: the code memory's BM25 is two bm25s indexes (chunks, files) saved by bm25s itself.
 # 3: each without its corpus, its documents' names in names.json beside it.
 # 4: the chunk index's vocabulary memory-mapped (bm25_flat.SavedVocabulary), not bm25s's JSON.
-FORMAT_VERSION = 4
+# 5: the graph memory an adjacency table in SQLite (stores.graph_table), not node-link JSON.
+FORMAT_VERSION = 5
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"

@@ -1,4 +1,9 @@
-"""The graph memory on disk: symbols and their defines/calls/imports/inherits edges, as JSON."""
+"""The graph memory: symbols and their defines/calls/imports/inherits edges.
+
+Built in networkx, saved as an adjacency table (`graph_table`); a loaded store answers a
+question from the table's rows for its symbols, and reads the whole graph into networkx only
+when asked for `graph` (benchmarks and tools that walk it all; no question does).
+"""
 
 from __future__ import annotations
 
@@ -21,13 +26,13 @@ from arela_index.parsing.modules import module_name
 from arela_index.parsing.symbols import CLASS_KINDS, CRASH_MARK, FileSymbols
 from arela_index.stores.graph_refresh import (
     FORMAT,
-    GRAPH_FILE,
     NAMES_FILE,
     SYMBOLS_FILE,
     refresh_graph,
     write_json,
 )
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
+from arela_index.stores.graph_table import TABLE_FILE, GraphTable, write_table
 from arela_index.stores.links import link_memory
 from arela_index.stores.stats import FAILED, PARSER_CRASHES
 
@@ -56,23 +61,59 @@ class GraphStore:
 
     def __init__(
         self,
-        graph: nx.MultiDiGraph,
+        graph: nx.MultiDiGraph | None,
         files: dict[str, FileSymbols] | None = None,
         digests: dict[str, str] | None = None,
         symbols_file: Path | None = None,
+        table: GraphTable | None = None,
     ) -> None:
-        self.graph = graph
+        if graph is None:
+            assert table is not None, "a store is a graph or a table"
+            attrs = table.attrs
+        else:
+            attrs = graph.graph
+        self._graph = graph
+        self._table = table
         self._files = files
         self._digests = digests
         self._symbols_file = symbols_file
         self._trigrams: dict[str, set[str]] | None = None
         self._external_ends: dict[str, list[str]] | None = None
+        self._attrs: dict[str, Any] = attrs
         if files is not None:
-            graph.graph["files"] = {
+            self._attrs["files"] = {
                 p: {"module": f.module, "language": f.language, "error": f.error}
                 for p, f in sorted(files.items())
             }
         self._index()
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The whole graph in networkx; a loaded store reads it from its table on first use."""
+        if self._graph is None:
+            assert self._table is not None
+            self._graph = self._table.graph()
+        return self._graph
+
+    def _node(self, qualname: str) -> dict[str, Any] | None:
+        if self._table is not None:
+            return self._table.node(qualname)
+        return self.graph.nodes.get(qualname)
+
+    def _adjacent(
+        self, qualname: str, relation: str, incoming: bool
+    ) -> list[tuple[str, dict[str, Any], str | None]]:
+        """Neighbours through `relation`, each with the edge's data and its source's file."""
+        if self._table is not None:
+            return self._table.links(qualname, relation, incoming)
+        if qualname not in self.graph:
+            return []
+        paths = self._paths
+        return [
+            (other, data, paths.get(other if incoming else qualname))
+            for other, keyed in (self.graph.pred if incoming else self.graph.succ)[qualname].items()
+            if (data := keyed.get(relation)) is not None
+        ]
 
     @property
     def files(self) -> dict[str, FileSymbols]:
@@ -127,7 +168,7 @@ class GraphStore:
         """
         if previous is not None and previous._symbols_file is not None and changes is not None:
             kept = {f.path for f in scan.files if parses(f.language)}
-            if not (changes.touched & (kept | set(previous.graph.graph.get("files", {})))):
+            if not (changes.touched & (kept | set(previous._attrs.get("files", {})))):
                 # No source file changed (prose, configuration, history did): the same graph.
                 link_memory(previous._symbols_file.parent, directory)
                 return cls.load(directory)
@@ -154,7 +195,7 @@ class GraphStore:
         if previous._symbols_file is None:
             return False
         kept = {f.path for f in scan.files if parses(f.language)}
-        if not (changes.touched & (kept | set(previous.graph.graph.get("files", {})))):
+        if not (changes.touched & (kept | set(previous._attrs.get("files", {})))):
             return False  # no source file changed: `build` keeps the graph as it is
         files, digests = _current_files(scan, previous, changes, parsed, whole=False)
         return refresh_graph(
@@ -163,20 +204,7 @@ class GraphStore:
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        graph = self.graph
-        # What nx.node_link_data(graph, edges="edges") holds, made as it is written.
-        data = {
-            "directed": True,
-            "multigraph": True,
-            "graph": graph.graph,
-            "nodes": ({**graph.nodes[n], "id": n} for n in graph),
-            "edges": (
-                {**d, "source": u, "target": v, "key": k}
-                for u, v, k, d in graph.edges(keys=True, data=True)
-            ),
-            "format": FORMAT,
-        }
-        write_json(directory / GRAPH_FILE, data)
+        write_table(self.graph, directory / TABLE_FILE)
         symbols = {
             "format": FORMAT,
             "files": (
@@ -196,7 +224,7 @@ class GraphStore:
         # Other references are made when a file's extraction is taken whole (`_current_files`).
         store._load_symbols(inherits_only=True)
         assert store._files is not None
-        store.graph.graph["files"] = {
+        store._attrs["files"] = {
             p: {"module": f.module, "language": f.language, "error": f.error}
             for p, f in sorted(store._files.items())
         }
@@ -204,22 +232,15 @@ class GraphStore:
 
     @classmethod
     def load(cls, directory: Path) -> GraphStore:
-        """Read a graph written by `build`; a missing or damaged file raises `IndexProblem`.
+        """Open a graph written by `build`; a missing or damaged file raises `IndexProblem`.
 
-        The per-file extractions (needed only to refresh) are read when first used.
+        Only the table's file list is read here; a question reads its symbols' rows, and the
+        per-file extractions (needed only to refresh) are read when first used.
         """
-        path = directory / GRAPH_FILE
-        data = _read_json(path)
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise corrupt(path, f"not a graph file of format {FORMAT}")
+        table = GraphTable.open(directory / TABLE_FILE)
         if not (directory / SYMBOLS_FILE).is_file():
             raise corrupt(directory / SYMBOLS_FILE, "missing")
-        try:
-            graph = _node_link_graph(data)
-            store = cls(graph, symbols_file=directory / SYMBOLS_FILE)
-        except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError) as exc:
-            raise corrupt(path, f"malformed graph: {type(exc).__name__}: {exc}") from None
-        return store
+        return cls(None, symbols_file=directory / SYMBOLS_FILE, table=table)
 
     # -- facts for others --------------------------------------------------------------------
 
@@ -227,20 +248,24 @@ class GraphStore:
         return not self._defined
 
     def stats(self) -> dict[str, Any]:
-        edges = Counter(key for _, _, key in self.graph.edges(keys=True))
-        files = self.graph.graph.get("files", {})
+        if self._table is not None:
+            edges, nodes = self._table.edge_counts(), self._table.node_count()
+        else:
+            edges = Counter(key for _, _, key in self.graph.edges(keys=True))
+            nodes = self.graph.number_of_nodes()
+        files = self._attrs.get("files", {})
         failures = {p: f["error"] for p, f in files.items() if f.get("error")}
         crashes = sorted(p for p, error in failures.items() if error.startswith(CRASH_MARK))
         health: dict[str, Any] = {}
-        if self.graph.graph.get("failed"):
-            health[FAILED] = self.graph.graph["failed"]
+        if self._attrs.get("failed"):
+            health[FAILED] = self._attrs["failed"]
         if crashes:
             health[PARSER_CRASHES] = len(crashes)
             health["crash_example"] = f"{crashes[0]}: {failures[crashes[0]][len(CRASH_MARK) :]}"
         return {
             **health,
             "symbols": len(self._defined),
-            "external_names": self.graph.number_of_nodes() - len(self._defined),
+            "external_names": nodes - len(self._defined),
             "files": len(files),
             "edges": {r: edges.get(r, 0) for r in RELATIONS},
             "languages": dict(sorted(Counter(f["language"] for f in files.values()).items())),
@@ -254,9 +279,8 @@ class GraphStore:
 
     def symbol(self, qualname: str) -> dict[str, Any] | None:
         """The attributes of a symbol (kind, path, lines, signature, doc, language), or None."""
-        if qualname not in self.graph:
-            return None
-        return dict(self.graph.nodes[qualname])
+        node = self._node(qualname)
+        return None if node is None else dict(node)
 
     def modules_at(self, path: str) -> list[str]:
         """Module symbols of the files whose path is `path` or ends with it (`core.py`)."""
@@ -276,7 +300,7 @@ class GraphStore:
         name = name.strip().strip("`").removesuffix("()").replace("::", ".").replace("#", ".")
         if not name:
             return [], "none"
-        if self.graph.nodes.get(name, {}).get("kind", "external") != "external":
+        if (self._node(name) or {}).get("kind", "external") != "external":
             return [name], "exact"
         lower = name.lower()
         tails = self._tails(lower)
@@ -300,18 +324,20 @@ class GraphStore:
         return [], "none"
 
     def _externals_ending(self, name: str) -> list[str]:
+        last = name.rpartition(".")[2]
         ends = self._external_ends
-        if ends is None:  # built on first use, as the trigrams are
+        if self._table is not None:
+            named = self._table.externals_ending(last)
+        elif ends is not None:
+            named = ends.get(last, [])
+        else:  # built on first use, as the trigrams are
             ends = defaultdict(list)
             for node, data in self.graph.nodes(data=True):
                 if data.get("kind") == "external":
                     ends[node.rpartition(".")[2].removeprefix(EXTERNAL)].append(node)
             self._external_ends = ends
-        return sorted(
-            q
-            for q in ends.get(name.rpartition(".")[2], ())
-            if q == EXTERNAL + name or q.endswith("." + name)
-        )
+            named = ends.get(last, [])
+        return sorted(q for q in named if q == EXTERNAL + name or q.endswith("." + name))
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
         """Symbols whose name is spelled most like `name` (a typo, a plural); a dotted mention
@@ -346,18 +372,16 @@ class GraphStore:
 
     def _links(self, qualname: str, relation: str, incoming: bool) -> list[Link]:
         """Neighbours through one relation; the line is where the reference is written."""
-        if qualname not in self.graph:
-            return []
-        links = []
-        paths = self._paths
-        for other, keyed in (self.graph.pred if incoming else self.graph.succ)[qualname].items():
-            data = keyed.get(relation)
-            if data is not None:
-                path = data.get("path") or paths.get(other if incoming else qualname)
-                links.append(
-                    Link(other, relation, data.get("line"), path, data.get("resolved", True))
-                )
-        return links
+        return [
+            Link(
+                other,
+                relation,
+                data.get("line"),
+                data.get("path") or path,
+                data.get("resolved", True),
+            )
+            for other, data, path in self._adjacent(qualname, relation, incoming)
+        ]
 
     def _in(self, qualname: str, relation: str) -> list[Link]:
         return self._links(qualname, relation, incoming=True)
@@ -373,7 +397,7 @@ class GraphStore:
     def callers(self, qualname: str) -> list[Link]:
         """Symbols that call this one: resolved calls, then calls that only match its name."""
         links = self._in(qualname, "calls")
-        node = self.graph.nodes.get(qualname, {})
+        node = self._node(qualname) or {}
         if node.get("kind") not in {None, "external", "module"}:
             seen = {link.symbol for link in links}
             by_name = self._in(EXTERNAL + str(node.get("name")), "calls")
@@ -390,7 +414,7 @@ class GraphStore:
     def importers(self, qualname: str) -> list[Link]:
         """Modules importing this symbol or a member; for a module's namesake class, its module."""
         targets = [qualname, *(link.symbol for link in self._out(qualname, "defines"))]
-        node = self.graph.nodes.get(qualname, {})
+        node = self._node(qualname) or {}
         parent = node.get("parent")
         if (
             node.get("kind") in CLASS_KINDS
@@ -411,7 +435,7 @@ class GraphStore:
         return self._out(self.module_of(qualname), "imports")
 
     def module_of(self, qualname: str) -> str:
-        node = self.graph.nodes.get(qualname, {})
+        node = self._node(qualname) or {}
         path = node.get("path")
         if node.get("kind") == "module" or not path:
             return qualname
@@ -426,14 +450,14 @@ class GraphStore:
 
     def overrides(self, qualname: str) -> list[Link]:
         """Methods of the same name in the subclasses of this method's class."""
-        node = self.graph.nodes.get(qualname, {})
+        node = self._node(qualname) or {}
         parent, name = node.get("parent"), node.get("name")
-        nodes = self.graph.nodes
         out = []
         for sub in self.subclasses(parent) if parent else []:
             method = f"{sub.symbol}.{name}"
-            if nodes.get(method, {}).get("kind") == "method":
-                line, path = nodes[method].get("start_line"), nodes[method].get("path")
+            found = self._node(method) or {}
+            if found.get("kind") == "method":
+                line, path = found.get("start_line"), found.get("path")
                 out.append(Link(method, "overrides", line, path, True, sub.depth))
         return out
 
@@ -462,7 +486,7 @@ class GraphStore:
 
     def path(self, start: str, goal: str, max_depth: int = 12) -> list[Link]:
         """The shortest chain of calls from `start` to `goal` (each step a Link), or []."""
-        if start not in self.graph or goal not in self.graph or start == goal:
+        if self._node(start) is None or self._node(goal) is None or start == goal:
             return []
         parents: dict[str, tuple[str, int | None]] = {start: (start, None)}
         queue: deque[tuple[str, int]] = deque([(start, 0)])
@@ -470,7 +494,7 @@ class GraphStore:
             current, depth = queue.popleft()
             if depth >= max_depth:
                 continue
-            for nxt, line in self._calls_out.get(current, ()):
+            for nxt, line in self._calls_from(current):
                 if nxt in parents:
                     continue
                 parents[nxt] = (current, line)
@@ -486,7 +510,7 @@ class GraphStore:
         node = goal
         while node != start:
             prev, line = parents[node]
-            steps.append(Link(node, "calls", line, self.graph.nodes[prev].get("path"), True, 0))
+            steps.append(Link(node, "calls", line, (self._node(prev) or {}).get("path"), True, 0))
             node = prev
         steps.reverse()
         return [
@@ -498,12 +522,15 @@ class GraphStore:
 
     def _index(self) -> None:
         """What every store needs at once; name and call indexes wait for the first question."""
-        self._defined = sorted(
-            n for n, a in self.graph.nodes(data=True) if a.get("kind") != "external"
-        )
+        if self._table is not None:
+            self._defined = self._table.defined()
+        else:
+            self._defined = sorted(
+                n for n, a in self.graph.nodes(data=True) if a.get("kind") != "external"
+            )
         self._modules_by_path = {
             path.lower(): info["module"]
-            for path, info in self.graph.graph.get("files", {}).items()
+            for path, info in self._attrs.get("files", {}).items()
             if not info.get("error")
         }
 
@@ -530,6 +557,13 @@ class GraphStore:
         if "." not in tail:
             return [q for q in named if "." in q]
         return [q for q in named if q.lower().endswith("." + tail)]
+
+    def _calls_from(self, qualname: str) -> list[tuple[str, int | None]]:
+        """What `qualname` calls in the repository: one indexed query per step of a path search
+        on a table (a few hundred rows even on a large repository), not the whole graph."""
+        if self._table is not None:
+            return self._table.calls_out(qualname)
+        return self._calls_out.get(qualname, [])
 
     @cached_property
     def _calls_out(self) -> dict[str, list[tuple[str, int | None]]]:
@@ -656,28 +690,6 @@ def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
         if u in defs and defs[u].path == data["path"]:  # kept only where it differs
             del data["path"]
     graph.add_edges_from((u, v, relation, data) for (u, v, relation), data in merged.items())
-    return graph
-
-
-def _node_link_graph(data: dict[str, Any]) -> nx.MultiDiGraph:
-    """What `nx.node_link_graph` reads from `save`'s data, the same graph in the same order, in
-    half its time (it adds edge by edge, copying each edge's attributes; the first query after
-    a load waits for this): nodes and adjacency are filled as `MultiDiGraph.add_edge` does."""
-    graph = nx.MultiDiGraph()
-    graph.graph.update(data.get("graph") or {})
-    node, succ, pred = graph._node, graph._succ, graph._pred
-    for attrs in data["nodes"]:
-        name = attrs.pop("id")
-        node[name], succ[name], pred[name] = attrs, {}, {}
-    for attrs in data["edges"]:
-        u, v, key = attrs.pop("source"), attrs.pop("target"), attrs.pop("key")
-        for end in (u, v):
-            if end not in node:
-                node[end], succ[end], pred[end] = {}, {}, {}
-        keyed = succ[u].get(v)
-        if keyed is None:
-            keyed = succ[u][v] = pred[v][u] = {}  # one dict seen from both ends, as networkx's
-        keyed[key] = attrs
     return graph
 
 

@@ -19,14 +19,14 @@ from typing import Any
 from arela_index.errors import corrupt
 from arela_index.parsing.symbols import Definition, FileSymbols
 from arela_index.stores.graph_resolve import Edge, Resolver
+from arela_index.stores.graph_table import TABLE_FILE, patch_table
 from arela_index.stores.links import link_file
 
-GRAPH_FILE = "graph.json"
 SYMBOLS_FILE = "symbols.json"
 # The names of the symbols the repository defines: what a question is routed by, read without
 # the graph (tens of MB of JSON on a large repository) until a question needs the graph.
 NAMES_FILE = "names.json"
-FORMAT = 1  # of both files
+FORMAT = 1  # of the symbols and names files
 _Key = tuple[str, str, str]  # source, target, relation
 
 
@@ -39,9 +39,8 @@ def refresh_graph(
 ) -> bool:
     """Write into `directory` the graph of `files` (every parsed file, the changed ones parsed
     anew) patched from the graph saved in `previous`, whose files were `before`; False when
-    the changes need a full resolution (nothing is written then). The saved graph is read a
-    line at a time (`write_json` writes one node or edge a line): only the changed files'
-    edges and nodes are parsed, the others are copied as they are."""
+    the changes need a full resolution (nothing is written then). The saved table is copied
+    and only the changed files' edges and nodes are updated in it."""
     changed = [p for p, fs in files.items() if before.get(p) is not fs]
     for path in changed:
         if path in before:
@@ -73,8 +72,7 @@ def refresh_graph(
                     "doc": d.doc,
                 }
     directory.mkdir(parents=True, exist_ok=True)
-    if not _patch(previous / GRAPH_FILE, directory / GRAPH_FILE, edges, nodes):
-        (directory / GRAPH_FILE).unlink(missing_ok=True)
+    if not patch_table(previous / TABLE_FILE, directory / TABLE_FILE, edges, nodes):
         return False
     # The same symbols: the same names file, shared with the previous build.
     link_file(previous / NAMES_FILE, directory / NAMES_FILE)
@@ -113,95 +111,6 @@ def _splice(old: Path, new: Path, entries: dict[str, dict[str, Any]]) -> bool:
     except (OSError, ValueError):
         return False
     return replaced == len(entries)
-
-
-_SOURCE = re.compile(rb'"source":("(?:[^"\\]|\\.)*")')
-_ID = re.compile(rb'"id":("(?:[^"\\]|\\.)*")')
-
-
-def _patch(
-    old: Path,
-    new: Path,
-    edges: dict[_Key, tuple[int, bool, int, int]],
-    nodes: dict[str, dict[str, Any]],
-) -> bool:
-    """Copy the graph file `old` to `new` with `edges` and `nodes` updated; False when one of
-    them is not there or another file shares an edge (its count is not the changed file's)."""
-    # Names as the file spells them (`write_json` wrote it): lines are found without parsing.
-    # The names patched are one file's definitions, which share a long prefix (its module):
-    # only the lines holding that prefix after "source": or "id": are looked at, found by
-    # bytes.find, and the rest of the file is copied as it is (a line-by-line loop took
-    # most of a large repository's graph refresh).
-    sources = {_dumps(key[0]).encode() for key in edges}
-    ids = {_dumps(name).encode() for name in nodes}
-    try:
-        data = old.read_bytes()
-    except OSError:
-        return False
-    replaced: dict[int, tuple[int, bytes]] = {}  # a patched line's start: its end, new text
-    found = patched = 0
-    for pattern, names in ((_SOURCE, sources), (_ID, ids)):
-        if not names:
-            continue
-        needle = pattern.pattern[: pattern.pattern.index(b":") + 1] + _shared_start(names)
-        at = data.find(needle)
-        while at >= 0:
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", at)
-            end = len(data) if end < 0 else end
-            named = pattern.match(data, at)
-            body = data[start:end].rstrip(b",")
-            if (
-                start not in replaced
-                and named is not None
-                and named.group(1) in names
-                and body.startswith(b"{")
-                and body.endswith(b"}")
-            ):
-                try:
-                    item = json.loads(body)
-                except ValueError:
-                    return False
-                if not isinstance(item, dict):
-                    return False
-                if "source" in item:
-                    key = (item["source"], item["target"], item["key"])
-                    if key in edges:
-                        line_no, resolved, count, old_count = edges[key]
-                        if item.get("count") != old_count:
-                            # Shared with another file: its first line may be theirs.
-                            return False
-                        item.update(line=line_no, resolved=resolved, count=count)
-                        found += 1
-                        replaced[start] = (start + len(body), _dumps(item).encode())
-                elif item.get("id") in nodes:
-                    item.update(nodes[item["id"]])
-                    patched += 1
-                    replaced[start] = (start + len(body), _dumps(item).encode())
-            at = data.find(needle, end)
-    # Every one found, or the file is not laid out a node or an edge a line: resolve in full.
-    if found != len(edges) or patched != len(nodes):
-        return False
-    view = memoryview(data)
-    try:
-        with open(new, "wb") as out:
-            copied = 0
-            for start in sorted(replaced):
-                end, text = replaced[start]
-                out.write(view[copied:start])
-                out.write(text)
-                copied = end
-            out.write(view[copied:])
-    except OSError:
-        return False
-    return True
-
-
-def _shared_start(names: set[bytes]) -> bytes:
-    """The longest start all `names` share (that of the first and last in sorted order)."""
-    first, last = min(names), max(names)
-    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), None)
-    return first[: len(first) if size is None else size]
 
 
 def _shape(fs: FileSymbols) -> tuple[Any, ...]:

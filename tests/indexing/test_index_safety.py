@@ -135,7 +135,7 @@ INDEX_FILES = (
     "code/bm25_files/names.json",
     "code/terms.npz",
     "code/terms.json",
-    "graph/graph.json",
+    "graph/graph.sqlite",
     "graph/symbols.json",
     "graph/names.json",
     "audit/audit.sqlite",

@@ -211,10 +211,10 @@ def test_an_index_loads_its_memories_when_first_used(tmp_path: Path) -> None:
     build(repo.root)
     folder = current_build(repo.root / ".arela")
     assert folder is not None
-    (folder / "graph" / "graph.json").write_text("{}")  # damaged after the build
+    (folder / "graph" / "graph.sqlite").write_text("{}")  # damaged after the build
     index = ArelaIndex.load(repo.root / ".arela", offline=True)  # reads only the manifest
     assert index.code.stats()["chunks"] > 0  # an intact memory answers
-    with pytest.raises(Exception, match=r"graph\.json.*arela index"):
+    with pytest.raises(Exception, match=r"graph\.sqlite.*arela index"):
         index.graph  # noqa: B018 - the damaged one says so, naming the file and the fix
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -382,11 +382,17 @@ def test_extractions_made_by_the_caller_are_used_as_given(
     assert len(store.files) == len(PYTHON)
 
 
-def test_graph_persists_as_json_and_loads_back(python_graph: GraphStore, tmp_path: Path) -> None:
+def test_graph_persists_as_a_table_and_loads_back(python_graph: GraphStore, tmp_path: Path) -> None:
     folder = tmp_path / "graph"
-    text = (folder / "graph.json").read_text(encoding="utf-8")
-    assert json.loads(text)["format"] == 1
+    with sqlite3.connect(folder / "graph.sqlite") as conn:
+        assert dict(conn.execute("SELECT key, value FROM meta"))["format"] == "1"
     loaded = GraphStore.load(folder)
+    for name in [*python_graph.symbol_names(), "nothing.here"]:
+        assert loaded.symbol(name) == python_graph.symbol(name)
+        assert loaded.callers(name) == python_graph.callers(name)
+        assert loaded.callees(name) == python_graph.callees(name)
+        assert loaded.importers(name) == python_graph.importers(name)
+        assert loaded.subclasses(name) == python_graph.subclasses(name)
     assert sorted(loaded.graph.edges(keys=True, data=True)) == sorted(
         python_graph.graph.edges(keys=True, data=True)
     )
@@ -398,7 +404,7 @@ def test_graph_persists_as_json_and_loads_back(python_graph: GraphStore, tmp_pat
 def test_the_same_repository_builds_the_same_bytes(git_repo: GitRepo, tmp_path: Path) -> None:
     build_graph(git_repo, PYTHON, tmp_path / "a")
     GraphStore.build(scan_repository(git_repo.root), tmp_path / "b")
-    for name in ("graph.json", "symbols.json"):
+    for name in ("graph.sqlite", "symbols.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
@@ -406,11 +412,11 @@ def test_the_same_repository_builds_the_same_bytes(git_repo: GitRepo, tmp_path: 
 def test_a_damaged_graph_file_is_an_index_problem(
     python_graph: GraphStore, tmp_path: Path, damage: str
 ) -> None:
-    path = tmp_path / "graph" / "graph.json"
+    path = tmp_path / "graph" / "graph.sqlite"
     if damage == "missing":
         path.unlink()
     elif damage == "truncated":
-        path.write_text(path.read_text()[:100])
+        path.write_bytes(path.read_bytes()[:100])
     else:
         path.write_text('{"format": 1, "nodes": 3}')
     with pytest.raises(IndexProblem, match="rebuild the index"):

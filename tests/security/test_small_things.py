@@ -136,11 +136,11 @@ def test_fix_hints_name_the_real_paths_shell_quoted(
     repo, built = ledger
     persist = tmp_path / "damaged index"
     shutil.copytree(built, persist)
-    (next(persist.glob("build-*")) / "graph" / "graph.json").write_text("{")
+    (next(persist.glob("build-*")) / "graph" / "graph.sqlite").write_text("{")
     run = run_cli("ask", "who calls post_entry?", "--repo", str(repo.root),
                   "--persist-dir", str(persist), "--offline")  # fmt: skip
     assert_one_clear_line(
-        run, f"`arela index '{repo.root}' --persist-dir '{persist}'`", "graph.json"
+        run, f"`arela index '{repo.root}' --persist-dir '{persist}'`", "graph.sqlite"
     )
     (repo.root / "ledger" / "entries.py").write_text(FILES["ledger/entries.py"] + "# more\n")
     try:

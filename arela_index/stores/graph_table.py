@@ -1,0 +1,252 @@
+"""The graph memory's adjacency table in SQLite: a question reads its symbol's neighbours.
+
+One row per symbol (`nodes`: kind, last name part, file, attributes as JSON) and per edge
+(`edges`: source, target, relation, attributes as JSON), indexed by both ends, so a question
+about one symbol reads its rows, not the graph (tens of MB of JSON and hundreds of MB of
+networkx on a large repository). The index folder is untrusted: a damaged or forged table is
+an `IndexProblem` naming the file, whatever query meets it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from arela_index.errors import corrupt
+from arela_index.stores.graph_resolve import EXTERNAL
+
+TABLE_FILE = "graph.sqlite"
+FORMAT = 1  # of the table (the index format says which files a build has)
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE nodes (name TEXT PRIMARY KEY, kind TEXT, last TEXT, path TEXT, data TEXT NOT NULL);
+CREATE TABLE edges (
+    source TEXT NOT NULL, target TEXT NOT NULL, relation TEXT NOT NULL, data TEXT NOT NULL
+);
+"""
+# Made after the rows are in (faster than keeping them up to date row by row).
+_INDEXES = """
+CREATE INDEX edges_source ON edges (source, relation);
+CREATE INDEX edges_target ON edges (target, relation);
+CREATE INDEX nodes_last ON nodes (last) WHERE kind = 'external';
+"""
+
+
+def write_table(graph: nx.MultiDiGraph, path: Path) -> None:
+    """The table of `graph` at `path` (rows in the graph's own order: the same bytes per graph)."""
+    path.unlink(missing_ok=True)
+    conn = sqlite3.connect(path)
+    try:
+        conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
+        conn.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("format", str(FORMAT)), ("graph", _dumps(graph.graph))],
+        )
+        conn.executemany(
+            "INSERT INTO nodes VALUES (?, ?, ?, ?, ?)",
+            (
+                (n, a.get("kind"), _last(n), a.get("path"), _dumps(a))
+                for n, a in graph.nodes(data=True)
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO edges VALUES (?, ?, ?, ?)",
+            ((u, v, k, _dumps(d)) for u, v, k, d in graph.edges(keys=True, data=True)),
+        )
+        conn.executescript(_INDEXES)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def patch_table(
+    old: Path,
+    new: Path,
+    edges: dict[tuple[str, str, str], tuple[int, bool, int, int]],
+    nodes: dict[str, dict[str, Any]],
+) -> bool:
+    """Copy the table `old` to `new` with `edges` (new line, resolved, count; old count) and
+    `nodes`' attributes updated; False (nothing left at `new`) when one of them is not there or
+    another file shares an edge (its count is not the changed file's)."""
+    try:
+        shutil.copyfile(old, new)  # never a hard link: the previous build's file stays as it is
+        conn = sqlite3.connect(new)
+    except (OSError, sqlite3.Error):
+        new.unlink(missing_ok=True)
+        return False
+    try:
+        for (u, v, relation), (line, resolved, count, old_count) in edges.items():
+            row = conn.execute(
+                "SELECT rowid, data FROM edges WHERE source = ? AND relation = ? AND target = ?",
+                (u, relation, v),
+            ).fetchone()
+            data = json.loads(row[1]) if row else None
+            if not isinstance(data, dict) or data.get("count") != old_count:
+                return _undo(conn, new)  # shared with another file: its first line may be theirs
+            data.update(line=line, resolved=resolved, count=count)
+            conn.execute("UPDATE edges SET data = ? WHERE rowid = ?", (_dumps(data), row[0]))
+        for name, attrs in nodes.items():
+            row = conn.execute("SELECT data FROM nodes WHERE name = ?", (name,)).fetchone()
+            data = json.loads(row[0]) if row else None
+            if not isinstance(data, dict):
+                return _undo(conn, new)
+            data.update(attrs)
+            conn.execute("UPDATE nodes SET data = ? WHERE name = ?", (_dumps(data), name))
+        conn.commit()
+    except (sqlite3.Error, ValueError):
+        return _undo(conn, new)
+    conn.close()
+    return True
+
+
+def _undo(conn: sqlite3.Connection, path: Path) -> bool:
+    conn.close()
+    path.unlink(missing_ok=True)
+    return False
+
+
+class GraphTable:
+    """Read-only queries on a saved table; any damage met raises `IndexProblem`.
+
+    >>> table = GraphTable.open(Path("idx/graph/graph.sqlite"))     # doctest: +SKIP
+    >>> [s for s, _, _ in table.links("click.utils.echo", "calls", incoming=True)][:1]  # doctest: +SKIP
+    ['click.core.Command.main']
+    """
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, attrs: dict[str, Any]) -> None:
+        self.path = path
+        self._conn = conn
+        self.attrs = attrs
+
+    @classmethod
+    def open(cls, path: Path) -> GraphTable:
+        if path.is_symlink() or not path.is_file():
+            raise corrupt(path, "missing" if not path.exists() else "not a regular file")
+        try:
+            # Read-only and immutable: a live index is never written, only replaced.
+            uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            conn.execute("SELECT name, kind, last, path, data FROM nodes LIMIT 1").fetchall()
+            conn.execute("SELECT source, target, relation, data FROM edges LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            raise corrupt(path, f"not a graph table: {exc}") from None
+        if meta.get("format") != str(FORMAT):
+            raise corrupt(path, f"not a graph table of format {FORMAT}")
+        table = cls(path, conn, {})
+        attrs = table._json(meta.get("graph"))
+        files = attrs.get("files", {})
+        if not isinstance(files, dict) or not all(isinstance(f, dict) for f in files.values()):
+            raise corrupt(path, "malformed file list")
+        table.attrs = attrs
+        return table
+
+    def node(self, name: str) -> dict[str, Any] | None:
+        row = self._one("SELECT data FROM nodes WHERE name = ?", (name,))
+        return None if row is None else self._json(row[0])
+
+    def links(
+        self, name: str, relation: str, incoming: bool
+    ) -> list[tuple[str, dict[str, Any], str | None]]:
+        """Each neighbour through `relation`, the edge's attributes and its source's file."""
+        near, far = ("source", "target") if incoming else ("target", "source")
+        rows = self._all(
+            f"SELECT e.{near}, e.data, n.path FROM edges e LEFT JOIN nodes n ON n.name = e.source"
+            f" WHERE e.{far} = ? AND e.relation = ? ORDER BY e.rowid",
+            (name, relation),
+        )
+        return [(self._text(other), self._json(data), _path(path)) for other, data, path in rows]
+
+    def calls_out(self, name: str) -> list[tuple[str, int | None]]:
+        """The symbols of the repository `name` calls, and the line of each first call."""
+        rows = self._all(
+            "SELECT e.target, e.data FROM edges e JOIN nodes n ON n.name = e.target"
+            " WHERE e.source = ? AND e.relation = 'calls' AND n.kind IS NOT 'external'"
+            " ORDER BY e.rowid",
+            (name,),
+        )
+        return [(self._text(v), _line(self._json(data).get("line"))) for v, data in rows]
+
+    def defined(self) -> list[str]:
+        rows = self._all("SELECT name FROM nodes WHERE kind IS NOT 'external' ORDER BY name", ())
+        return [self._text(name) for (name,) in rows]
+
+    def externals_ending(self, last: str) -> list[str]:
+        rows = self._all("SELECT name FROM nodes WHERE kind = 'external' AND last = ?", (last,))
+        return [self._text(name) for (name,) in rows]
+
+    def node_count(self) -> int:
+        row = self._one("SELECT count(*) FROM nodes", ())
+        return int(row[0]) if row else 0
+
+    def edge_counts(self) -> Counter[str]:
+        rows = self._all("SELECT relation, count(*) FROM edges GROUP BY relation", ())
+        return Counter({self._text(r): int(n) for r, n in rows})
+
+    def graph(self) -> nx.MultiDiGraph:
+        """The whole graph in networkx (for whole-graph work; a question never needs it)."""
+        graph = nx.MultiDiGraph()
+        graph.graph.update(self.attrs)
+        for name, data in self._rows("SELECT name, data FROM nodes ORDER BY rowid"):
+            graph.add_node(self._text(name), **self._json(data))
+        for u, v, key, data in self._rows(
+            "SELECT source, target, relation, data FROM edges ORDER BY rowid"
+        ):
+            graph.add_edge(self._text(u), self._text(v), self._text(key), **self._json(data))
+        return graph
+
+    # -- reading untrusted rows --------------------------------------------------------------
+
+    def _rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        try:
+            yield from self._conn.execute(sql)
+        except sqlite3.Error as exc:
+            raise corrupt(self.path, f"damaged graph table: {exc}") from None
+
+    def _all(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise corrupt(self.path, f"damaged graph table: {exc}") from None
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        rows = self._all(sql, args)
+        return rows[0] if rows else None
+
+    def _json(self, text: object) -> dict[str, Any]:
+        try:
+            value = json.loads(text) if isinstance(text, (str, bytes)) else None
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise corrupt(self.path, "malformed graph table: a row is not a JSON object")
+        return value
+
+    def _text(self, value: object) -> str:
+        if not isinstance(value, str):
+            raise corrupt(self.path, "malformed graph table: a name is not text")
+        return value
+
+
+def _last(name: str) -> str:
+    """What an outside name is looked up by (`GraphStore.find`): its last dotted part."""
+    return name.rpartition(".")[2].removeprefix(EXTERNAL)
+
+
+def _path(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _line(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
