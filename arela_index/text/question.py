@@ -66,7 +66,7 @@ class Question:
     text: str
     mentions: Mentions = field(repr=False)
     # The text with its line breaks, when it had any: they tell a pasted report's code blocks and
-    # tracebacks from its prose (selectors/reports.py).
+    # tracebacks from its prose (text/shape.py).
     lines: str = field(default="", repr=False, compare=False)
     # The question as the user asked it, when this one is a rewrite of it (a retry's query): the
     # limits are that question's, so a retry never searches other years or other people.
