@@ -48,8 +48,8 @@ _CLAUSE = re.compile(
 
 
 def asks(question: str) -> list[str]:
-    """Its asks, each read on its own when it has several: a part with a word that is neither
-    of asking nor a name. One of asking words alone ("who changed it, and why?") asks about the
+    """Its asks, each read on its own when it has several: a part with a word not of asking and
+    one not of a name ("what does parse_config do"). One of asking words alone ("who changed it, and why?") asks about the
     one before it; one of names alone ("… (parse_config)") says what the one before is about.
 
     >>> asks("who changed load_config, and why? (config.py)")
@@ -59,7 +59,8 @@ def asks(question: str) -> list[str]:
     for part in clauses(question):
         mentions = Question.read(part, empty_ok=True).mentions
         names = {w.lower() for n in (*mentions.names, *mentions.paths) for w in words(n)}
-        if {w.lower() for w in words(part)} - asking() - names:
+        said = {w.lower() for w in words(part)}
+        if said - asking() and said - names:
             found.append(part)
     return found
 
@@ -182,11 +183,11 @@ def decide_route(
     order: list[str] = []  # the intents in the order asked
     for ask in asks if len(asks) > 1 else ():
         intent, q = decide_intents(models, ask).chosen[0]
+        order.append(intent)  # the route reads its memories in the order they were asked
         if q < models[intent].bar:
             continue
         p[intent] = max(p[intent], q)
         chosen.setdefault(intent, round(q, 2))
-        order.append(intent)
     ranked = sorted(chosen, key=lambda i: order.index(i) if i in order else len(order))
     return Intents(
         tuple((i, chosen[i]) for i in ranked),
