@@ -124,11 +124,11 @@ def main() -> None:
                 print(f"{path.relative_to(args.root)}: {dict(found)}")
     words = args.root / WORDS_FILE
     if words.exists():
-        listed = [
+        listed = [  # a line may begin with the other lists its words are in: "stop: who"
             w
             for line in words.read_text().splitlines()
             if not line.startswith(("#", "["))
-            for w in line.split()
+            for w in line.split("#", 1)[0].rpartition(":")[2].split()
         ]
         total["word lists"] += sum(line.startswith("[") for line in words.read_text().splitlines())
         total["words"] += len(listed)

@@ -15,6 +15,7 @@ from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
 from arela_index.stores.graph import GraphStore
 from arela_index.text.question import Question
 from arela_index.text.shape import REPORT_WORDS
+from arela_index.text.word_lists import word_lists
 
 RELATIONS = (
     "path",
@@ -247,16 +248,15 @@ def _fewer(candidates: list[str], best: Callable[[str], bool]) -> list[str]:
 # Where code lives that is not the repository's own API: a name defined there and in the
 # package too means the package's.
 _ASIDE = re.compile(r"/(?:tests?|testing|spec|__tests__|examples?|docs?|bench(?:marks?)?)/", re.I)
+# The words that give a name its kind ("class Function"), and the kinds of symbol each says.
 _KIND_WORDS = {
-    "class": CLASS_KINDS,
-    "struct": CLASS_KINDS,
-    "trait": CLASS_KINDS,
-    "interface": CLASS_KINDS,
-    "enum": CLASS_KINDS,
-    "type": CLASS_KINDS,
-    "function": CALLABLE_KINDS,
-    "method": CALLABLE_KINDS,
-    "module": frozenset({"module"}),
+    word: kinds
+    for section, kinds in (
+        ("kind.class", CLASS_KINDS),
+        ("kind.callable", CALLABLE_KINDS),
+        ("kind.module", frozenset({"module"})),
+    )
+    for word in word_lists()[section]
 }
 
 

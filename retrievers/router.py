@@ -30,6 +30,7 @@ from arela_index.selectors.tools import memory_of
 from arela_index.steps import Call, Steps, arun, run
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS, words
+from arela_index.text.word_lists import word_lists
 from arela_index.trace import Trace
 from arela_index.workers import offload
 
@@ -55,11 +56,9 @@ DESCRIPTIONS = {
         "releases and past decisions."
     ),
 }
-# Words that carry the comparison, not its subject: dropped from per-entity sub-queries.
-_COMPARING = frozenset(
-    """difference differences different differ differs between compare compared comparing vs
-    versus better worse than which one common similar same identical alike""".split()  # noqa: SIM905
-)
+# Words that carry the comparison, not its subject, dropped from per-entity sub-queries beside
+# the stopwords (which hold "between", "than" and "same").
+_COMPARING = word_lists()["comparing"]
 # Fusion cuts after de-duplication by node id, so it keeps some spare candidates.
 _SPARE = 2
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from arela_index.text.stem import stem
+from arela_index.text.word_lists import word_lists
 
 # The one word pattern: runs of word characters, Unicode letters included, as bm25s, the stock
 # `BM25Retriever` and FTS5's unicode61 read them.
@@ -22,51 +23,23 @@ _WORD = re.compile(r"\w+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
-# The one stopword list, in tiers. The index drops only the first: bm25s's English list, the
-# stock `BM25Retriever`'s default, so the code memory's index is the one that retriever makes; in
-# code, words like "get", "find" or "show" are parts of names and worth indexing. A question's
-# words drop both tiers: "who", "how", "please" or "tell" name nothing to look for, nor does the
-# "don" of "don't".
-INDEX_STOPWORDS = frozenset(
-    """
-    a an and are as at be but by for if in into is it no not of on or such that the their
-    then there these they this to was will with
-    """.split()  # noqa: SIM905
-)
-STOPWORDS = INDEX_STOPWORDS | frozenset(
-    """
-    about above after again all also am any because been before being between both can could
-    did do does doing done down during each either few from further had has have having he
-    her here hers him his how i its itself just me more most my nor now off once only other
-    our ours out over own same she should so some than theirs them those through too under
-    until up us very we were what when where which while who whom why would you your yours
-    get gets got tell show find give let please thing things
-    don doesn didn isn aren wasn weren shouldn couldn wouldn haven hasn hadn
-    """.split()  # noqa: SIM905
-)
-
+# The one stopword list, in tiers (`index` and `stop` in `data/policy/words.txt`). The index drops
+# only the first: bm25s's English list, the stock `BM25Retriever`'s default, so the code memory's
+# index is the one that retriever makes (read from the file, as bm25s takes a quarter second to
+# import); in code, words like "get", "find" or "show" are parts of names and worth indexing. A
+# question's words drop both tiers: "who", "how", "please" or "tell" name nothing to look for,
+# nor does the "don" of "don't".
+_LISTS = word_lists()
+INDEX_STOPWORDS = _LISTS["index"]
+STOPWORDS = INDEX_STOPWORDS | _LISTS["stop"]
 # A question's content words (`question.content_terms`) drop a third tier: words that steer
-# routing but match no code (they only dilute a sparse query), and filler.
-ROUTING_WORDS = frozenset(
-    """who whom whose what which when where why how does do did is are was were calls call
-    called calling caller callers callee callees invoke invokes invoked uses use used using
-    import imports imported importing inherit inherits inherited inheriting subclass
-    subclasses base bases extends defined define definition declared implement implements
-    implemented change changed changes changing modify modified last latest recent recently
-    week month year yesterday today ago commit commits history author authored wrote written
-    explain describe difference differences between versus compare compared comparison work
-    works working happen happens mean means meaning purpose""".split()  # noqa: SIM905
-)
+# routing but match no code (they only dilute a sparse query), and filler. Both are read beside
+# `STOPWORDS`, so neither lists a stopword again.
+ROUTING_WORDS = _LISTS["steering"]
+FILLER = _LISTS["filler"]
 # Words that say what kind of code a question is about, never which: "which functions call
 # invoke?" asks about callers, and "functions" is no misspelt symbol named `function`.
-KIND_WORDS = frozenset(
-    """class classes function functions method methods module modules type types struct structs
-    trait traits interface interfaces enum enums field fields attribute attributes variable
-    variables constant constants object objects file files symbol symbols""".split()  # noqa: SIM905
-)
-FILLER = frozenset(
-    "hey hi hello thanks ok okay like kind sort actually really basically just stuff bit".split()  # noqa: SIM905
-)
+KIND_WORDS = _LISTS["kind"]
 
 
 @lru_cache(maxsize=65536)

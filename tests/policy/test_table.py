@@ -73,6 +73,6 @@ def test_a_logistic_model_survives_its_table() -> None:
 
 def test_each_listed_word_is_listed_once_in_the_sections_the_policy_reads() -> None:
     lists = word_lists()
-    assert set(lists) == {"asking", "time", *SAYING}
-    every = [w for words in lists.values() for w in words]
+    assert {"asking", "time", *SAYING} <= set(lists)
+    every = [w for name in ("asking", "time", *SAYING) for w in lists[name]]
     assert len(every) == len(set(every)) < 250
