@@ -101,6 +101,9 @@ ROUTE_NAMED = (
     "report",
     "long",
     "symptom",
+    # A reason asked of a relation ("why does X extend Y?"): the relation and the reason both,
+    # which each word alone weighs apart (a linear model cannot join them by itself).
+    "why_of_relation",
 )
 # The question's largest similarity to the example questions of each intent.
 ROUTE_EXAMPLES = tuple(f"like_{intent}" for intent in ROUTED)
@@ -136,6 +139,7 @@ def read_route(
             "report": float(shape.report),
             "long": float(shape.long),
             "symptom": float(shape.symptom),
+            "why_of_relation": float("why" in said and bool(said & lists["relation"])),
         }
     )
     values.update({f"like_{i}": float(similarity.get(i, 0.0)) for i in ROUTED})

@@ -71,11 +71,6 @@ def test_a_one_line_bug_report_with_a_version_is_not_a_history_question(
     assert "src/taskq/scheduler.py" in files(answer)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="routing regression, open: the fitted models read the graph alone (the design "
-    "intent's 0.56 is under its bar; the floor fitted on held-out groups is 0.7, not 0.5)",
-)
 def test_why_does_x_inherit_from_y_searches_code_and_graph(
     taskq: Indexed, capsys: pytest.CaptureFixture[str]
 ) -> None:
