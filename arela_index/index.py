@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from arela_index.indexing.worktree import WorktreeCheck
     from arela_index.policy.decisions import QueryPolicy
+    from arela_index.policy.repository import RepoTerms
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
     from arela_index.retrievers.audit import AuditLogRetriever
     from arela_index.retrievers.code import CodeMemoryRetriever
@@ -94,7 +95,7 @@ class ArelaIndex:
             self.notes.append(note)
         self._vector_store = self.config.vector_store
         self.notes.extend(self._vectors_state())
-        for made in ("vocabulary", "term_weights", "worktree_check"):
+        for made in ("vocabulary", "name_stems", "term_weights", "worktree_check"):
             self.__dict__.pop(made, None)
 
     def _vectors_state(self) -> list[str]:
@@ -311,6 +312,25 @@ class ArelaIndex:
             if names is not None:
                 return names
         return list(self.graph.symbol_names())
+
+    @cached_property
+    def name_stems(self) -> RepoTerms:
+        """The stems of the repository's names, as its build counted them (the policy's
+        evidence); counted from the vocabulary for an index built before builds wrote them, or
+        when a build replaced this one meanwhile (its files may be gone)."""
+        from arela_index.policy.repository import RepoTerms
+        from arela_index.stores.name_stems import STEMS_FILE, NameStems
+
+        if STEMS_FILE not in self.manifest.checksums:
+            return RepoTerms.read(self.vocabulary)
+        try:
+            self.manifest.verify(self.folder, under=STEMS_FILE)
+            counted = NameStems.read(self.folder / STEMS_FILE)
+        except IndexProblem as exc:
+            if _existing(self.persist_dir) not in (None, self.folder):
+                return RepoTerms.read(self.vocabulary)
+            raise with_command(exc, self.root, self.persist_dir) from None
+        return RepoTerms(counted.uses, counted.names)
 
     def _light(self, read: Callable[[], Any], *names: str) -> Any:
         """`read()` of files of the index (each checked against the manifest first), or None

@@ -140,6 +140,7 @@ INDEX_FILES = (
     "graph/names.json",
     "audit/audit.sqlite",
     "worktree.json",
+    "name-stems.json",
 )
 # Files that only make a refresh faster: damaged, they cost reading every file again.
 SPEED_ONLY = ("file-stats.json",)
