@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from arela_index.errors import corrupt
-from arela_index.ingest.inside import read_file_nofollow
+from arela_index.stores.saved import read_saved
 from arela_index.text.stem import stem
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
 
@@ -92,16 +92,7 @@ class NameStems:
     def read(cls, path: Path) -> NameStems:
         """The counts written at `path`; anything else (not such a file, a link, too large, a
         count out of bounds) is the one-line error naming it."""
-        try:
-            data = json.loads(read_file_nofollow(path, _LIMIT))
-        except FileNotFoundError:
-            raise corrupt(path, "missing") from None
-        except OSError as exc:
-            raise corrupt(path, exc.strerror or str(exc)) from None
-        except ValueError as exc:
-            raise corrupt(path, f"not valid JSON: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise corrupt(path, f"not a name stems file of format {FORMAT}")
+        data = read_saved(path, FORMAT, "name stems file", _LIMIT)
         names, uses = data.get("names"), data.get("stems")
         if (
             type(names) is not int

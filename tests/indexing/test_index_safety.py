@@ -139,6 +139,7 @@ INDEX_FILES = (
     "graph/symbols.json",
     "graph/names.json",
     "audit/audit.sqlite",
+    "audit/authors.json",
     "worktree.json",
     "name-stems.json",
 )
