@@ -16,7 +16,6 @@ from llama_index.core.schema import NodeWithScore
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import ArelaError, IndexProblem
-from arela_index.indexing.build import BuildSummary, build_index
 from arela_index.indexing.persist import (
     IndexBusy,
     Manifest,
@@ -40,8 +39,10 @@ if TYPE_CHECKING:
     from llama_index.core.chat_engine.types import BaseChatEngine
     from llama_index.core.tools import QueryEngineTool
 
+    from arela_index.indexing.build import BuildSummary
     from arela_index.indexing.worktree import WorktreeCheck
     from arela_index.policy.decisions import QueryPolicy
+    from arela_index.policy.repository import RepoTerms
     from arela_index.query.engines import ArelaQueryEngine, ArelaRetriever
     from arela_index.retrievers.audit import AuditLogRetriever
     from arela_index.retrievers.code import CodeMemoryRetriever
@@ -94,7 +95,7 @@ class ArelaIndex:
             self.notes.append(note)
         self._vector_store = self.config.vector_store
         self.notes.extend(self._vectors_state())
-        for made in ("vocabulary", "term_weights", "worktree_check"):
+        for made in ("vocabulary", "name_stems", "term_weights", "worktree_check"):
             self.__dict__.pop(made, None)
 
     def _vectors_state(self) -> list[str]:
@@ -161,13 +162,16 @@ class ArelaIndex:
             return store
 
     def _load_memory(self, name: str) -> Any:
-        from arela_index.stores.audit import AuditStore
-        from arela_index.stores.graph import GraphStore
-
         self.manifest.verify(self.folder, under=f"{name}/")
         if name == "code":
             return CodeStore.load(self.folder / name, self._vector_store)
-        return {"graph": GraphStore.load, "audit": AuditStore.load}[name](self.folder / name)
+        if name == "graph":  # each store's module imported by the question that reads it
+            from arela_index.stores.graph import GraphStore
+
+            return GraphStore.load(self.folder / name)
+        from arela_index.stores.audit import AuditStore
+
+        return AuditStore.load(self.folder / name)
 
     # -- building and loading -------------------------------------------------------------------
 
@@ -191,6 +195,8 @@ class ArelaIndex:
             existing = _existing(persist_dir, root)
             if existing is not None and not refresh and not reembed:
                 return cls(existing, config, runtime)
+            from arela_index.indexing.build import build_index
+
             try:
                 summary = build_index(
                     root, config, runtime, refresh=existing is not None, reembed=reembed
@@ -226,6 +232,8 @@ class ArelaIndex:
         root = resolve_root(path)
         runtime = detect(config)
         persist_dir = config.persist_path(root)
+        from arela_index.indexing.build import build_index
+
         with _advice(root, persist_dir):
             check_folder(persist_dir, root)
             summary = build_index(
@@ -262,6 +270,8 @@ class ArelaIndex:
 
     def refresh(self) -> BuildSummary:
         """Re-read only files whose content changed and commits newer than the last; reload in place."""
+        from arela_index.indexing.build import build_index
+
         self.summary = build_index(self.root, self.config, self.runtime, refresh=True)
         self._open(_require(self.persist_dir))
         return self.summary
@@ -269,6 +279,8 @@ class ArelaIndex:
     def refreshed(self) -> ArelaIndex:
         """`refresh` into a new index object, this one left as it was: a server answers from
         this one until the new one is ready, then swaps them."""
+        from arela_index.indexing.build import build_index
+
         summary = build_index(self.root, self.config, self.runtime, refresh=True)
         fresh = type(self)(_require(self.persist_dir), self.config, self.runtime, summary)
         if "policy" in self.__dict__:  # its sentence model's vectors are keyed by chunk text
@@ -297,7 +309,7 @@ class ArelaIndex:
         return Vocabulary(
             symbols=self._symbol_names(),
             paths=self.manifest.files.keys(),
-            authors=self.audit.authors(),
+            authors=self._authors(),
             project=self.root.name,
         )
 
@@ -311,6 +323,36 @@ class ArelaIndex:
             if names is not None:
                 return names
         return list(self.graph.symbol_names())
+
+    def _authors(self) -> list[str]:
+        """The history's authors, from its authors file until the history itself is read."""
+        from arela_index.stores.authors import AUTHORS_FILE, read_authors
+
+        if "audit" not in self._stores:
+            audit = self.folder / "audit"
+            authors = self._light(lambda: read_authors(audit), f"audit/{AUTHORS_FILE}")
+            if authors is not None:
+                return authors
+        return self.audit.authors()
+
+    @cached_property
+    def name_stems(self) -> RepoTerms:
+        """The stems of the repository's names, as its build counted them (the policy's
+        evidence); counted from the vocabulary for an index built before builds wrote them, or
+        when a build replaced this one meanwhile (its files may be gone)."""
+        from arela_index.policy.repository import RepoTerms
+        from arela_index.stores.name_stems import STEMS_FILE, NameStems
+
+        if STEMS_FILE not in self.manifest.checksums:
+            return RepoTerms.read(self.vocabulary)
+        try:
+            self.manifest.verify(self.folder, under=STEMS_FILE)
+            counted = NameStems.read(self.folder / STEMS_FILE)
+        except IndexProblem as exc:
+            if _existing(self.persist_dir) not in (None, self.folder):
+                return RepoTerms.read(self.vocabulary)
+            raise with_command(exc, self.root, self.persist_dir) from None
+        return RepoTerms(counted.uses, counted.names)
 
     def _light(self, read: Callable[[], Any], *names: str) -> Any:
         """`read()` of files of the index (each checked against the manifest first), or None

@@ -42,7 +42,9 @@ from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
 from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
 from arela_index.stores.embedding import EmbeddingInfo
-from arela_index.stores.links import link_memory
+from arela_index.stores.graph_refresh import read_names
+from arela_index.stores.links import link_file, link_memory
+from arela_index.stores.name_stems import STEMS_FILE, NameStems
 
 if TYPE_CHECKING:
     from arela_index.stores.graph import GraphStore
@@ -274,6 +276,8 @@ def _history_only(
             snapshot.save(folder)
             for name in ("code", "graph"):
                 link_memory(previous / name, folder / name)
+            if (previous / STEMS_FILE).is_file():
+                link_file(previous / STEMS_FILE, folder / STEMS_FILE)
             audit, _ = _build_audit(scan, folder / "audit", previous, Changes())
             manifest.head = scan.head
             save_file_stats(folder, scan.stats)
@@ -406,9 +410,11 @@ def _build_scanned(
             def publish(memories: dict[str, dict[str, Any]], embedding: Any) -> None:
                 """The code and graph memories made CURRENT with the history's messages,
                 ahead of this build (which goes on reading what each commit changed)."""
+                _count_name_stems(folder, scan, None)
                 with new_build(persist_dir, keep=folder) as early:
                     snapshot.save(early)
                     save_file_stats(early, scan.stats)
+                    link_file(folder / STEMS_FILE, early / STEMS_FILE)
                     for name in ("code", "graph"):
                         link_memory(folder / name, early / name)
                     link_memory(folder / _EARLY_AUDIT, early / "audit")
@@ -420,6 +426,7 @@ def _build_scanned(
                 scan, folder, previous, changes, (plan, vectors), config, timings, graph_side,
                 None if previous else publish,
             )  # fmt: skip
+            _count_name_stems(folder, scan, previous)
             _manifest(scan, built.embedding, built.memories, started).save(
                 folder, (previous.folder, previous.manifest.checksums) if previous else None
             )
@@ -444,6 +451,22 @@ def _build_scanned(
         timings={k: round(v, 3) for k, v in timings.items()},
         embedding_changed=None if plan.reuse else plan.note,
     )
+
+
+def _count_name_stems(folder: Path, scan: ScanResult, previous: _Previous | None) -> None:
+    """The stems of the repository's names (`stores.name_stems`), written once per build for
+    every question to read: a refresh updates the previous build's by the names that came and
+    went; a first build (or one from a build that has none) counts them all."""
+    target = folder / STEMS_FILE
+    if target.exists():
+        return  # published with the code and graph memories, ahead of the history
+    now = (read_names(folder / "graph") or [], [f.path for f in scan.files])
+    before = read_names(previous.folder / "graph") if previous is not None else None
+    if previous is None or before is None or not (previous.folder / STEMS_FILE).is_file():
+        NameStems.of(*now).write(target)
+        return
+    counted = NameStems.read(previous.folder / STEMS_FILE)
+    counted.changed((before, previous.manifest.files.keys()), now).write(target)
 
 
 def _manifest(

@@ -5,7 +5,7 @@ Layout of a persist dir (default `<repo>/.arela/`), written only inside it:
     .arela-index         written when arela makes (or adopts an empty) folder: this one is ours
     CURRENT              name of the live build folder, replaced atomically (os.replace)
     lock                 held while a build runs
-    build-<stamp>/       manifest.json, code/, graph/, audit/
+    build-<stamp>/       manifest.json, code/, graph/, audit/, name-stems.json (the policy's)
 
 A build fills a new `build-*` folder and only then points CURRENT at it, so a build killed at any
 moment leaves the previous index whole and loadable.

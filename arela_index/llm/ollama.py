@@ -1,8 +1,8 @@
 """Our one door to Ollama: a health probe, the LLM and embedder factories, and structured calls
 whose every failure becomes one `OllamaUnavailable` line that says what to do.
 
-Nothing here imports llama_index or the `ollama` client at module import time, so the CLI's
-`--help` and the offline path stay fast.
+Nothing here imports llama_index, the `ollama` client or httpx at module import time, so the
+CLI's `--help` and the offline path stay fast.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from arela_index.config import ArelaConfig
 from arela_index.errors import OllamaUnavailable
 
 if TYPE_CHECKING:
+    import httpx
     from llama_index.core.llms import LLM
     from llama_index.core.prompts import PromptTemplate
     from llama_index.embeddings.ollama import OllamaEmbedding
@@ -147,6 +147,8 @@ def forget_probes() -> None:
 
 
 def _probe(url: str, timeout: float) -> OllamaStatus:
+    import httpx
+
     try:
         deadline = time.monotonic() + timeout
         with httpx.Client(base_url=url, timeout=timeout) as client:
@@ -413,6 +415,7 @@ def describe_failure(
 
     `setting` names the timeout to raise when Ollama was too slow, e.g. "ARELA_EMBED_TIMEOUT".
     """
+    import httpx
     import ollama
 
     if host is None and isinstance(exc, httpx.RequestError):

@@ -117,6 +117,11 @@ def _load(tokens: int, optimized: bool) -> tuple[Tokenizer, InferenceSession]:
         tokenizer = Tokenizer.from_file(str(TOKENIZER))
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # its warnings about the int8 graph say nothing to a user
+        # Its threads sleep between runs instead of spinning: a question runs the model two or
+        # three times, and the spinning threads burnt CPU the rest of the question (and other
+        # processes on a loaded machine) wanted, for no faster run.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         if not optimized:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         session = onnxruntime.InferenceSession(

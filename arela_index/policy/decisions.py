@@ -128,7 +128,7 @@ class QueryPolicy:
 
     @classmethod
     def of_index(cls, index: ArelaIndex, meaning: MeaningCheck | None = None) -> QueryPolicy:
-        return cls(Repository.of(index.vocabulary, index.term_weights), meaning)
+        return cls(Repository.of(index.vocabulary, index.term_weights, index.name_stems), meaning)
 
     @property
     def table(self) -> PolicyTable:

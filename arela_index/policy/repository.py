@@ -6,23 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from arela_index.policy.term_weights import TermWeights
+from arela_index.stores.name_stems import NameStems
 from arela_index.text.entities import Vocabulary
 from arela_index.text.stem import stem
-from arela_index.text.tokens import STOPWORDS, split_identifier, words
-
-
-def name_parts(name: str) -> list[str]:
-    """The words of a qualified symbol name or a path.
-
-    >>> name_parts("app.jobQueue.new_job"), name_parts("src/app/job_queue.py")
-    (['app', 'job', 'queue', 'new', 'job'], ['src', 'app', 'job', 'queue'])
-    """
-    if "/" in name:
-        name = str(PurePosixPath(name).with_suffix("")).replace("/", ".")
-    return [p for piece in name.split(".") for w in words(piece) for p in split_identifier(w)]
 
 
 class RepoTerms:
@@ -40,13 +28,10 @@ class RepoTerms:
 
     @classmethod
     def read(cls, vocabulary: Vocabulary) -> RepoTerms:
-        named = [name_parts(n) for n in (*vocabulary.symbols, *vocabulary.paths)]
-        kept = sorted({p for parts in named for p in parts if len(p) > 2 and p not in STOPWORDS})
-        stems = dict(zip(kept, stem(kept), strict=True))
-        uses: Counter[str] = Counter()
-        for parts in named:
-            uses.update({stems[p] for p in parts if p in stems})
-        return cls(uses, len(named))
+        """Counted from the vocabulary's names (an index's build counts them once:
+        `ArelaIndex.name_stems`)."""
+        counted = NameStems.of(vocabulary.symbols, vocabulary.paths)
+        return cls(counted.uses, counted.names)
 
     def __contains__(self, form: object) -> bool:
         return form in self.uses
@@ -78,8 +63,15 @@ class Repository:
     text: TermWeights = field(default_factory=TermWeights.uniform)
 
     @classmethod
-    def of(cls, vocabulary: Vocabulary | None, text: TermWeights | None = None) -> Repository:
-        names = RepoTerms.read(vocabulary) if vocabulary is not None else RepoTerms({})
+    def of(
+        cls,
+        vocabulary: Vocabulary | None,
+        text: TermWeights | None = None,
+        names: RepoTerms | None = None,
+    ) -> Repository:
+        """Its statistics; its names' stems counted from `vocabulary` unless `names` has them."""
+        if names is None:
+            names = RepoTerms.read(vocabulary) if vocabulary is not None else RepoTerms({})
         return cls(vocabulary, names, text or TermWeights.uniform())
 
     @property

@@ -24,6 +24,7 @@ from arela_index.errors import corrupt
 from arela_index.ingest.changes import Changes
 from arela_index.ingest.credentials import redact_secrets
 from arela_index.ingest.scanner import ScanResult
+from arela_index.stores.authors import write_authors
 from arela_index.stores.decisions import Decision, is_decision_file, read_decisions
 from arela_index.stores.history import (
     Commit,
@@ -40,6 +41,7 @@ from arela_index.text.entities import Vocabulary
 from arela_index.text.tokens import expand_identifiers
 
 DB_FILE = "audit.sqlite"
+_AUTHORS = "SELECT DISTINCT author FROM commits ORDER BY author"
 FORMAT_VERSION = 1
 _BATCH = 2000
 # Column weights for bm25(): a word in the subject says more than one in the body or the paths.
@@ -238,11 +240,13 @@ class AuditStore:
             _write_tags(conn, scan.root if facts.is_git else None)
             _finish(conn, facts, stats)
             conn.commit()
+            authors = [r[0] for r in conn.execute(_AUTHORS)]
         except BaseException:
             conn.close()
             path.unlink(missing_ok=True)
             raise
         conn.close()
+        write_authors(directory, authors)
         return cls.load(directory)
 
     def _continuation(self, root: Path, facts: RepoFacts) -> tuple[bool, str | None, str | None]:
@@ -294,7 +298,7 @@ class AuditStore:
 
     @cached_property
     def _authors(self) -> list[str]:
-        return [r[0] for r in self._rows("SELECT DISTINCT author FROM commits ORDER BY author")]
+        return [r[0] for r in self._rows(_AUTHORS)]
 
     def authors(self) -> list[str]:
         """Every commit author's name, for `entities.Vocabulary`."""

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from arela_index.errors import corrupt, printable
 from arela_index.ingest.changes import Changes
@@ -35,6 +33,9 @@ from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
 from arela_index.stores.graph_table import TABLE_FILE, GraphTable, write_table
 from arela_index.stores.links import link_memory
 from arela_index.stores.stats import FAILED, PARSER_CRASHES
+
+if TYPE_CHECKING:  # imported where a graph is made: a question reads the table, not networkx
+    import networkx as nx
 
 RELATIONS = ("defines", "calls", "imports", "inherits")
 
@@ -172,6 +173,8 @@ class GraphStore:
                 # No source file changed (prose, configuration, history did): the same graph.
                 link_memory(previous._symbols_file.parent, directory)
                 return cls.load(directory)
+        import networkx as nx
+
         files, digests = _current_files(scan, previous, changes, parsed)
         try:
             graph = _graph(files.values())
@@ -219,6 +222,8 @@ class GraphStore:
     def previous(cls, directory: Path) -> GraphStore:
         """What a refresh needs of the graph it replaces: the per-file extractions, not the
         graph itself (which a refresh resolves anew, and which would double its memory)."""
+        import networkx as nx
+
         path = directory / SYMBOLS_FILE
         store = cls(nx.MultiDiGraph(), symbols_file=path)
         # Other references are made when a file's extraction is taken whole (`_current_files`).
@@ -639,6 +644,8 @@ def _extract(source: SourceFile) -> FileSymbols:
 
 def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
     """A node per definition (the first wins a shared name) and external name; typed edges."""
+    import networkx as nx
+
     resolver = Resolver(files)
     graph = nx.MultiDiGraph()
     language = {fs.path: fs.language for fs in resolver.files}

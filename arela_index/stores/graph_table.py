@@ -15,12 +15,13 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from arela_index.errors import corrupt
 from arela_index.stores.graph_resolve import EXTERNAL
+
+if TYPE_CHECKING:  # imported where a graph is read whole: no question needs networkx
+    import networkx as nx
 
 TABLE_FILE = "graph.sqlite"
 FORMAT = 1  # of the table (the index format says which files a build has)
@@ -192,6 +193,8 @@ class GraphTable:
 
     def graph(self) -> nx.MultiDiGraph:
         """The whole graph in networkx (for whole-graph work; a question never needs it)."""
+        import networkx as nx
+
         graph = nx.MultiDiGraph()
         graph.graph.update(self.attrs)
         for name, data in self._rows("SELECT name, data FROM nodes ORDER BY rowid"):

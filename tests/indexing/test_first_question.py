@@ -94,3 +94,23 @@ def test_an_index_built_without_a_names_file_answers_the_same(
     )
     assert (refreshed.folder / "graph/names.json").is_file()
     assert sorted(refreshed._symbol_names()) == sorted(refreshed.graph.symbol_names())
+
+
+def test_a_code_question_does_not_open_the_history(persist: Path) -> None:
+    # The authors a question is routed by are read from their own file, not the history.
+    index = ArelaIndex.load(persist, offline=True)
+    response = index.as_query_engine().query("how does retry_with_backoff work?")
+    assert response.source_nodes
+    assert "audit" not in index._stores
+    assert index.vocabulary.authors == index.audit.authors() != []
+
+
+def test_a_refresh_knows_an_author_the_new_commits_bring(tmp_path: Path) -> None:
+    taskq = indexed("taskq", tmp_path)
+    repo = taskq.repo
+    repo.commit({"src/taskq/extra.py": "X = 1\n"}, "Add extra", author="Zoe Quinn")
+    refreshed = ArelaIndex.build(
+        repo.root, refresh=True, persist_dir=str(taskq.persist_dir), offline=True
+    )
+    assert "Zoe Quinn" in refreshed.vocabulary.authors
+    assert "audit" not in refreshed._stores

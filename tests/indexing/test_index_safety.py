@@ -139,7 +139,9 @@ INDEX_FILES = (
     "graph/symbols.json",
     "graph/names.json",
     "audit/audit.sqlite",
+    "audit/authors.json",
     "worktree.json",
+    "name-stems.json",
 )
 # Files that only make a refresh faster: damaged, they cost reading every file again.
 SPEED_ONLY = ("file-stats.json",)
