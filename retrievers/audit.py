@@ -21,6 +21,7 @@ from arela_index.text.entities import Found, Mentions, Vocabulary, extract_menti
 from arela_index.text.question import Question
 from arela_index.text.timephrases import TimeWindow
 from arela_index.text.tokens import search_terms
+from arela_index.text.word_lists import word_lists
 
 log = logging.getLogger("arela_index")
 
@@ -40,21 +41,11 @@ _DECISION = re.compile(
     re.I,
 )
 _VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|dev|post)\d*)?)(?![\w])", re.I)
-# Words that say "this is a history question" but name nothing to search for.
-# fmt: off
-_GENERIC = frozenset({
-    "change", "changes", "changed", "changing", "commit", "commits", "committed", "history",
-    "happened", "happen", "work", "worked", "done", "last", "latest", "recent", "recently",
-    "newest", "most", "modified", "modify", "modification", "touched", "touch", "file", "files",
-    "function", "functions", "method", "methods", "class", "classes", "repo", "repository", "code",
-    "someone", "anyone", "person", "people", "author", "authors", "first", "earliest", "oldest",
-    "introduced", "ever", "time", "date", "day", "days", "week", "weeks", "month", "months", "year",
-    "years", "ago", "list", "everything", "anything", "any", "since", "between", "made", "make",
-    "makes", "edit", "edited", "edits", "who", "whom", "whose", "when", "why", "which", "what",
-    "added", "add", "adds", "removed", "remove", "update", "updated", "updates", "lately",
-    "currently", "originally", "initially", "created", "new", "delete", "deleted", "deleting",
-})
-# fmt: on
+# Words that say "this is a history question" but name nothing to search for: time, asking, and
+# the history's own (`audit` in `data/policy/words.txt`: "changed", "who", "recently", "file").
+_GENERIC: frozenset[str] = frozenset().union(
+    *(word_lists()[section] for section in ("time", "asking", "audit"))
+)
 _POOL = 200  # candidates ranked per query; far more than any answer shows
 _RECENCY = 0.15  # how much being recent adds to a commit's score
 _MAX_TERMS = 24  # a pasted traceback is not 300 search terms

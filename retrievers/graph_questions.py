@@ -109,19 +109,11 @@ _WANTED = {
     "path": CALLABLE_KINDS | CLASS_KINDS,
     "members": CLASS_KINDS | {"module"},
 }
-# Words that describe the relation rather than name a symbol.
-_QUESTION_WORDS = frozenset(
-    re.findall(
-        r"\w+",
-        """call calls called caller callers callee callees calling invoke invokes invoked use uses
-        used usage usages import imports imported importer importers inherit inherits inherited
-        subclass subclasses base bases parent class classes method methods function functions
-        member members define defines defined definition declared where which what who how does
-        reach path chain module modules file files symbol symbols implement implements
-        implemented extend extends derive derives show find list depend depends dependency
-        dependencies field fields type types struct structs trait traits interface interfaces
-        enum enums implementation implementations implementor implementors""",
-    )
+# Words that describe the relation rather than name a symbol: the relations, the asking, and
+# the graph's own (`graph` in `data/policy/words.txt`: "chain", "members", "class", "function").
+# Not every kind word: "which classes inherit from Variable?" names xarray's `Variable`.
+_QUESTION_WORDS: frozenset[str] = frozenset().union(
+    *(word_lists()[section] for section in ("relation", "asking", "graph"))
 )
 
 

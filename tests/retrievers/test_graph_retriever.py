@@ -345,6 +345,21 @@ def test_a_name_that_is_also_a_relation_word_is_found_in_the_name_slot(
     assert symbols(related) == {"app.main.main"}
 
 
+@pytest.mark.parametrize("name", ["Variable", "Attribute", "Constant", "Object"])
+def test_a_class_named_like_a_plain_word_for_data_is_found(
+    tmp_path_factory: pytest.TempPathFactory, name: str
+) -> None:
+    # xarray's `Variable`, `ast.Attribute`, `ast.Constant`: common words, and the classes asked of.
+    files = {
+        "lib/core.py": f"class {name}:\n    pass\n\n\nclass Index{name}({name}):\n    pass\n",
+    }
+    root = tmp_path_factory.mktemp(name.lower())
+    store = build_graph(GitRepo(root / "repo"), files, root / "graph")
+    summary, related = ask(store, f"which classes inherit from {name}?")
+    assert summary.node.metadata["symbol"] == f"lib.core.{name}"
+    assert symbols(related) == {f"lib.core.Index{name}"}
+
+
 def test_a_relation_word_outside_the_name_slot_names_nothing(shop: GraphStore) -> None:
     assert CodeGraphRetriever(shop).retrieve("who calls it, and how is it used?") == []
 
