@@ -13,7 +13,7 @@ def link_memory(source: Path, target: Path) -> None:
     sharing them is safe; the old build folder's removal leaves them to the new one."""
     for path in sorted(source.rglob("*")):
         dest = target / path.relative_to(source)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             dest.mkdir(parents=True, exist_ok=True)
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -21,8 +21,10 @@ def link_memory(source: Path, target: Path) -> None:
 
 
 def link_file(source: Path, target: Path) -> None:
-    """One file of the previous build taken into a new one (see `link_memory`)."""
+    """One file of the previous build taken into a new one (see `link_memory`). A symbolic link
+    is taken as the link it is, never as what it points to: an index may come with the
+    repository, and its readers refuse links."""
     try:
-        os.link(source, target)
+        os.link(source, target, follow_symlinks=False)
     except OSError:
-        shutil.copy2(source, target)
+        shutil.copy2(source, target, follow_symlinks=False)

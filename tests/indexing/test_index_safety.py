@@ -31,6 +31,7 @@ from support.harness import (
 )
 from support.routing_repos import build_taskq
 
+from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import FORMAT_VERSION, current_build
 from arela_index.ingest.scanner import scan_repository
@@ -477,3 +478,31 @@ def test_a_load_that_meets_a_finishing_rebuild_reads_the_new_index(
     assert rebuilt == [old / "graph"] and old is not None and not old.exists()
     assert index.folder == current_build(persist) != old
     assert str(index.as_query_engine().query(QUESTIONS[0])).strip()
+
+
+@pytest.mark.parametrize("linked", ["name-stems.json", "graph/names.json", "code/chunks.jsonl"])
+def test_a_refresh_takes_no_file_linked_out_of_the_previous_build(
+    tmp_path: Path, linked: str
+) -> None:
+    """An index may come with the repository: a refresh that carries the previous build's files
+    over (only the history moved) never reads what one of them links to outside the folder."""
+    repo = build_taskq(tmp_path / "taskq")
+    persist = tmp_path / "index"
+    ArelaIndex.build(repo.root, persist_dir=str(persist), offline=True)
+    folder = current_build(persist)
+    assert folder is not None
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-OUTSIDE-THE-INDEX\n", encoding="utf-8")
+    (folder / linked).unlink()
+    (folder / linked).symlink_to(secret)
+    repo.git("commit", "--allow-empty", "-m", "only the history moves")
+    try:
+        ArelaIndex.build(repo.root, refresh=True, persist_dir=str(persist), offline=True)
+    except ArelaError:
+        pass  # refusing the linked files is as good as leaving them behind
+    assert secret.stat().st_nlink == 1
+    for root, _dirs, files in os.walk(persist):
+        for name in files:
+            path = Path(root) / name
+            if not path.is_symlink():
+                assert b"SECRET-OUTSIDE" not in path.read_bytes(), path
