@@ -69,13 +69,13 @@ def as_intent(rows: Sequence[Row], intent: str) -> list[Row]:
     return [{**r, "kind": f"route_{intent}"} for r in rows]
 
 
-def fit_routing(rows: Sequence[Row], floor: float | None = None) -> dict[str, Logistic]:
+def fit_routing(rows: Sequence[Row], floor: float) -> dict[str, Logistic]:
     """One model per intent, each with its bar: the bar of the best F1, never under `floor`
-    (chosen within `rows` when not given). A pasted report is routed by its shape, so the models
-    are fitted on the other questions."""
+    (`choose_floor`). A pasted report is routed by its shape, so the models are fitted on the
+    other questions."""
     asked = [r for r in rows if not r["values"]["report"]]
     models = {i: fit(as_intent(asked, i), route_features(), relevance_bar, True) for i in ROUTED}
-    return floored(models, choose_floor(rows) if floor is None else floor)
+    return floored(models, floor)
 
 
 def floored(models: dict[str, Logistic], floor: float) -> dict[str, Logistic]:
