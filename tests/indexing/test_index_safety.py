@@ -9,6 +9,7 @@ and nothing is ever written outside the chosen persist dir.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -496,10 +497,8 @@ def test_a_refresh_takes_no_file_linked_out_of_the_previous_build(
     (folder / linked).unlink()
     (folder / linked).symlink_to(secret)
     repo.git("commit", "--allow-empty", "-m", "only the history moves")
-    try:
+    with contextlib.suppress(ArelaError):  # refusing the linked file is as good as leaving it
         ArelaIndex.build(repo.root, refresh=True, persist_dir=str(persist), offline=True)
-    except ArelaError:
-        pass  # refusing the linked files is as good as leaving them behind
     assert secret.stat().st_nlink == 1
     for root, _dirs, files in os.walk(persist):
         for name in files:
