@@ -28,10 +28,11 @@ from arela_index.policy.intents import (
     TEMPORAL,
 )
 from arela_index.policy.model import Logistic
-from arela_index.policy.words import asking, of_time, word_lists
+from arela_index.policy.words import asking, of_time
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading
 from arela_index.text.tokens import words
+from arela_index.text.word_lists import word_lists
 
 ROUTED = (FACTUAL, CONCEPTUAL, PROCEDURAL, COMPARATIVE, STRUCTURAL, TEMPORAL)
 # The word file's sections of words that say which memory answers (`data/policy/words.txt`):

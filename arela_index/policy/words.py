@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from arela_index.text.word_lists import word_lists
 
-__all__ = ["asking", "of_time", "word_lists"]
-
 
 def asking() -> frozenset[str]:
     return word_lists()["asking"]

@@ -13,8 +13,8 @@ from arela_index.llm.sentence_model import MODEL_SHA256
 from arela_index.policy.model import TABLE, Logistic, PolicyTable, fit_logistic
 from arela_index.policy.routing import ROUTED, SAYING, route_features
 from arela_index.policy.signals import RELEVANCE, SCOPE, SCOPE_WORDS
-from arela_index.policy.words import word_lists
 from arela_index.stores.code_search import TEST_EVIDENCE
+from arela_index.text.word_lists import word_lists
 
 MODELS = {
     "scope": SCOPE,
