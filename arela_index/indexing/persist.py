@@ -44,7 +44,8 @@ from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow
 # 3: each without its corpus, its documents' names in names.json beside it.
 # 4: the chunk index's vocabulary memory-mapped (bm25_flat.SavedVocabulary), not bm25s's JSON.
 # 5: the graph memory an adjacency table in SQLite (stores.graph_table), not node-link JSON.
-FORMAT_VERSION = 5
+# 6: the code memory has a third bm25s index, of symbols' cards (stores.code_cards).
+FORMAT_VERSION = 6
 _CURRENT = "CURRENT"
 _LOCK = "lock"
 _MANIFEST = "manifest.json"

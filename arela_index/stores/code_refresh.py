@@ -1,7 +1,7 @@
 """A refresh of a code memory without vectors: only the changed files' chunks are new.
 
-The kept chunks are copied from the previous build as the lines it wrote, their BM25 terms as
-the ids it saved (`code_search.Terms`): no kept chunk is read into a node or analysed again. The
+The kept chunks are copied from the previous build as the lines it wrote, their BM25 terms and
+cards as the ids it saved (`code_search.Terms`): no kept chunk is read into a node or analysed again. The
 BM25 indexes are then made anew from all terms, so the scores are those of a full build.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from llama_index.core.schema import TextNode
 
 from arela_index.stores.chunk_file import CHUNKS_FILE, chunk_line, save_chunks
+from arela_index.stores.code_cards import card_terms
 from arela_index.stores.code_search import SparseIndex, Terms, chunk_terms
 
 EMBEDDING_FILE = "embedding.json"  # the model, its dimension and which store holds the vectors
@@ -52,12 +53,15 @@ def refresh_sparse(
     ids: list[str] = []
     doc_paths: list[str] = []
     docs: list[list[str] | int] = []
+    cards: list[list[str] | None] = []
+    new_cards = card_terms(chunks)  # a card is made from its own file's chunks alone
     kinds: list[str] = []
     for path in sorted(kept_rows.keys() | new_rows.keys()):
         for row in kept_rows.get(path, ()):
             out.append(lines[row])
             ids.append(chunk_id(lines[row]))
             docs.append(row)
+            cards.append(None)
             doc_paths.append(path)
             kinds.append(_kind(lines[row]))
         for k in new_rows.get(path, ()):
@@ -65,12 +69,13 @@ def refresh_sparse(
             out.append(chunk_line(chunk).encode("ascii"))
             ids.append(chunk.node_id)
             docs.append(tokens[k] if tokens[k] is not None else chunk_terms(chunk))  # type: ignore[arg-type]
+            cards.append(new_cards[k])
             doc_paths.append(path)
             kinds.append(str(chunk.metadata.get("kind")))
     directory.mkdir(parents=True, exist_ok=True)
     save_chunks(directory, out, doc_paths, kinds)
     if out:
-        SparseIndex.from_terms(doc_paths, docs, terms).save(directory, ids)
+        SparseIndex.from_terms(doc_paths, docs, cards, terms).save(directory, ids)
     return {
         "chunks": len(out),
         "files": len(set(doc_paths)),

@@ -1,12 +1,15 @@
-"""The code memory's sparse side: BM25 over its chunks and over whole files, fused into one ranking.
+"""The code memory's sparse side: BM25 over its chunks, over whole files and over symbols'
+cards, fused into one ranking.
 
-Both are bm25s indexes, used through bm25s's public API (`index`, `get_scores`, `save`, `load`)
-over the chunks' `index_terms` (the one text analysis), with one vocabulary: a chunk scores what
-bm25s scores it. The file index's
-documents are files: a term's frequency in a file is the number of the file's chunks that hold
-it. Its ranking reaches the question's file when the words are spread over the file's functions
-(a long issue report, a traceback), where no single chunk matches well. A chunk's sparse score
-is its reciprocal rank among chunks plus its file's among files.
+All are bm25s indexes, used through bm25s's public API (`index`, `get_scores`, `save`, `load`)
+over `index_terms` (the one text analysis), with one vocabulary: a chunk scores what bm25s
+scores it. The file index's documents are files: a term's frequency in a file is the number of
+the file's chunks that hold it. Its ranking reaches the question's file when the words are
+spread over the file's functions (a long issue report, a traceback), where no single chunk
+matches well. The card index's documents are symbols told in words (`code_cards`): a
+description names code by what it does, in the words of the docstrings around it, which the
+symbol's own chunk may not hold. A chunk's sparse score is its reciprocal rank among chunks plus
+its file's among files and among files by their best card.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +29,7 @@ from llama_index.core.schema import TextNode
 from arela_index.errors import corrupt
 from arela_index.stores.bm25_flat import bm25_idf, save_index, saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
+from arela_index.stores.code_cards import card_terms
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
 from arela_index.text.tokens import STOPWORDS, index_terms, words
@@ -37,6 +41,12 @@ FILE_CUTOFF = 0.25
 # A chunk scoring this share of its file's best chunk shares the file's rank as well (a class
 # next to its sibling class); weaker chunks of the file rank on their own.
 SHARES_FILE_RANK = 0.75
+# The weight of the ranking of files by their best card beside the chunk ranking's and the file
+# ranking's 1, fitted leave-one-repository-out on the tune sets (scripts/fit_ranking.py). It
+# counts only where the ranking lowers what has no card (prose, configuration): a question about
+# what code does, or about tests. Elsewhere a guide that answers a how-to question would lose to
+# code for having no card (at 0.5 as at 1).
+CARD_WEIGHT = 1.0
 # A question this long is an issue report or a pasted traceback: what fixes it is source code,
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
@@ -48,8 +58,9 @@ TEST_EVIDENCE = ("test_lean", "test_lean_share", "test_best", "test_lean_at")
 # first few, a pasted report's names are its own code's.
 NAMES_RANKED = 5
 NAMED_CHUNKS = 10
-_CHUNK_INDEX, _FILE_INDEX = "bm25", "bm25_files"
-_NAMES = "names.json"  # beside each bm25s index: its documents' names (chunk ids, paths), in order
+_CHUNK_INDEX, _FILE_INDEX, _CARD_INDEX = "bm25", "bm25_files", "bm25_cards"
+# Beside each bm25s index: its documents' names (chunk ids, paths, cards' files), in order.
+_NAMES = "names.json"
 # A traceback frame names the file it ran in: Python's `File "…/pkg/mod.py", line 12` and the
 # `pkg/mod.py:12` of pytest, linters and most other languages' traces.
 _FRAME = re.compile(r'File "([^"\n]+)", line \d+|([\w.\\/-]+\.\w+):\d+')
@@ -123,7 +134,8 @@ def chunk_terms(node: TextNode) -> list[str]:
 
 @dataclass(frozen=True)
 class SparseIndex:
-    """The chunks' BM25 index and the files' (in path order), with one vocabulary.
+    """The chunks' BM25 index, the files' (in path order) and the cards' (`code_cards`), with
+    one vocabulary.
 
     >>> sparse = SparseIndex.build(chunks, [None] * len(chunks))   # doctest: +SKIP
     >>> sparse.save(Path("/tmp/idx/code"), [c.node_id for c in chunks])  # doctest: +SKIP
@@ -135,6 +147,8 @@ class SparseIndex:
     files: Any  # bm25s.BM25, one document per file of `paths`
     paths: list[str]
     documents: int  # chunks
+    cards: Any  # bm25s.BM25, one document per card; None when no chunk has one
+    card_of: np.ndarray  # each card's file, a position in `paths`
     _frequencies: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     terms: Terms | None = field(default=None, compare=False, repr=False)
@@ -149,15 +163,21 @@ class SparseIndex:
             chunk_terms(chunk) if known is None else known
             for chunk, known in zip(chunks, terms, strict=True)
         ]
-        return cls.from_terms(_paths(chunks), docs)
+        return cls.from_terms(_paths(chunks), docs, card_terms(chunks))
 
     @classmethod
     def from_terms(
-        cls, paths: Sequence[str], docs: Sequence[list[str] | int], reused: Terms | None = None
+        cls,
+        paths: Sequence[str],
+        docs: Sequence[list[str] | int],
+        cards: Sequence[list[str] | None],
+        reused: Terms | None = None,
     ) -> SparseIndex:
         """Index documents given as terms or, as an int k, as chunk k of `reused` (a previous
         build's terms, taken as they are: a refresh analyses only the chunks that changed).
-        `paths` is each document's file. The result is what `build` makes of the same terms."""
+        `paths` is each document's file, `cards` its card's terms (`code_cards.card_terms`; for
+        a chunk of `reused`, its saved card). The result is what `build` makes of the same terms.
+        """
         new = [doc for doc in docs if not isinstance(doc, int)]
         terms_used: set[str] = set().union(*new) if new else set()
         rows = np.array([doc for doc in docs if isinstance(doc, int)], dtype=np.int64)
@@ -168,30 +188,34 @@ class SparseIndex:
             terms_used.update(reused.vocab[i] for i in used.tolist())
         vocab = sorted(terms_used)
         number = {term: i for i, term in enumerate(vocab)}
-        old_counts = reused.counts if reused is not None else np.empty(0, dtype=np.int64)
-        counts = np.array(
-            [old_counts[d] if isinstance(d, int) else len(d) for d in docs], dtype=np.int64
-        )
-        ids = np.empty(int(counts.sum()), dtype=np.int32)
-        starts = np.cumsum(counts) - counts
+        remap = np.empty(0, dtype=np.int32)
         if reused is not None and len(rows):
             remap = np.full(len(reused.vocab), -1, dtype=np.int32)
             remap[used] = [number[reused.vocab[i]] for i in used.tolist()]
-            where = np.flatnonzero([isinstance(d, int) for d in docs])
-            ids[_ranges(starts[where], counts[where])] = remap[old_flat]
-        for k, doc in enumerate(docs):
-            if not isinstance(doc, int):
-                # Ascending within a document, so the indexes' sorts are linear (a refresh
-                # reuses the saved ids: the vocabulary's renumbering keeps their order).
-                ids[starts[k] : starts[k] + len(doc)] = sorted([number[t] for t in doc])
+        # Ascending within a document, so the indexes' sorts are linear (a refresh reuses the
+        # saved ids: the vocabulary's renumbering keeps their order).
+        fresh = (sorted([number[t] for t in doc]) for doc in docs if not isinstance(doc, int))
+        saved = (reused.ids, reused.counts) if reused is not None else None
+        ids, counts = _joined(docs, fresh, saved, remap)
         falls = np.flatnonzero(ids[1:] < ids[:-1]) + 1
-        if not np.isin(falls, starts).all():  # terms saved in text order by an older version
+        if not np.isin(falls, np.cumsum(counts) - counts).all():  # an older version's order
             ids = ids[np.lexsort((ids, np.repeat(np.arange(len(counts)), counts)))]
-        return cls._indexed(list(paths), Terms(vocab, ids, counts))
+        # A card's term no chunk holds cannot be asked for (a question's terms are the
+        # vocabulary's): it is left out, as a refresh leaves out one whose chunks are gone.
+        fresh = (
+            sorted([number[t] for t in card or () if t in number])
+            for doc, card in zip(docs, cards, strict=True)
+            if not isinstance(doc, int)
+        )
+        saved = None
+        if reused is not None and reused.card_ids is not None and reused.card_counts is not None:
+            saved = (reused.card_ids, reused.card_counts)
+        card_ids, card_counts = _joined(docs, fresh, saved, remap)
+        return cls._indexed(list(paths), Terms(vocab, ids, counts, None, card_ids, card_counts))
 
     @classmethod
     def _indexed(cls, paths: list[str], terms: Terms) -> SparseIndex:
-        """bm25s's chunk and file indexes over documents given as term ids."""
+        """bm25s's chunk, file and card indexes over documents given as term ids."""
         from bm25s.tokenization import Tokenized
 
         from arela_index.stores.bm25_flat import FlatDocs, flat_bm25
@@ -217,19 +241,38 @@ class SparseIndex:
         # In double precision: file scores are compared with each other's shares (FILE_CUTOFF).
         file_index = flat_bm25(dtype="float64")
         file_index.index(Tokenized(ids=by_file, vocab=dict(vocab)), show_progress=False)
-        kept = Terms(terms.vocab, terms.ids, terms.counts, file_of.astype(np.int32))
-        return cls(chunk_index, file_index, files, len(docs), terms=kept)
+        zero = np.zeros(len(docs), dtype=np.int64)
+        card_counts = terms.card_counts if terms.card_counts is not None else zero
+        carded = np.flatnonzero(card_counts)
+        card_index = None
+        if len(carded) and terms.card_ids is not None:
+            card_index = flat_bm25()
+            cards = FlatDocs(terms.card_ids, card_counts[carded].astype(np.int64))
+            card_index.index(Tokenized(ids=cards, vocab=dict(vocab)), show_progress=False)
+        kept = Terms(
+            terms.vocab,
+            terms.ids,
+            terms.counts,
+            file_of.astype(np.int32),
+            terms.card_ids,
+            terms.card_counts,
+        )
+        card_of = file_of[carded].astype(np.int32)
+        return cls(chunk_index, file_index, files, len(docs), card_index, card_of, terms=kept)
 
     def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
-        """Write both indexes into `directory` (each saved by bm25s, with its documents' names
+        """Write the indexes into `directory` (each saved by bm25s, with its documents' names
         beside it: bm25s's own corpus file costs a JSON document per name and a second pass
         for its line offsets, a second on a large repository's refresh), and the chunks' terms
-        (`Terms`) a refresh reuses."""
+        (`Terms`) a refresh reuses. Without cards, the card index is its empty list of names."""
         for index, folder, names in (
             (self.chunks, _CHUNK_INDEX, chunk_ids),
             (self.files, _FILE_INDEX, self.paths),
+            (self.cards, _CARD_INDEX, self.card_of.tolist()),
         ):
-            save_index(index, directory / folder, vocabulary=folder == _CHUNK_INDEX)
+            (directory / folder).mkdir(parents=True, exist_ok=True)
+            if index is not None:
+                save_index(index, directory / folder, vocabulary=folder == _CHUNK_INDEX)
             (directory / folder / _NAMES).write_text(json.dumps(list(names)), encoding="utf-8")
         if self.terms is not None:
             self.terms.save(directory, self.paths, self._file_of())
@@ -255,9 +298,16 @@ class SparseIndex:
             or len(paths) != (int(file_of.max()) + 1 if len(file_of) else 0)
         ):
             raise corrupt(directory, f"its indexes are not of the {len(chunks)} chunks it holds")
+        card_of = np.array(_load_names(directory / _CARD_INDEX), dtype=object)
+        if not all(type(f) is int and 0 <= f < len(paths) for f in card_of.tolist()):
+            raise corrupt(directory / _CARD_INDEX, "its cards are not of the files indexed")
+        card_of = card_of.astype(np.int32)
         chunk_index = _load(directory / _CHUNK_INDEX, len(chunk_ids))
         file_index = _load(directory / _FILE_INDEX, len(paths), vocabulary=False)
-        return cls(chunk_index, file_index, paths, len(chunks))
+        card_index = None
+        if len(card_of):
+            card_index = _load(directory / _CARD_INDEX, len(card_of), vocabulary=False)
+        return cls(chunk_index, file_index, paths, len(chunks), card_index, card_of)
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
         """The ids of the terms the index knows, in order (repeats kept)."""
@@ -286,6 +336,13 @@ class SparseIndex:
         """Every file's BM25 score for the terms, files in `paths` order."""
         return _summed(self.files, term_ids, len(self.paths))
 
+    def card_scores(self, term_ids: Sequence[int]) -> np.ndarray:
+        """Every file's best card's BM25 score for the terms, files in `paths` order."""
+        scores = np.zeros(len(self.paths))
+        if self.cards is not None and term_ids:
+            np.maximum.at(scores, self.card_of, _summed(self.cards, term_ids, len(self.card_of)))
+        return scores
+
 
 _TERM_IDS, _VOCAB = "terms.npz", "terms.json"
 
@@ -293,8 +350,9 @@ _TERM_IDS, _VOCAB = "terms.npz", "terms.json"
 @dataclass(frozen=True)
 class Terms:
     """Every chunk's BM25 terms as ids into `vocab`, end to end: chunk k's are
-    `ids[starts[k]:starts[k] + counts[k]]`. Saved beside the indexes, so a refresh takes the
-    kept chunks' terms as they are instead of analysing their text again.
+    `ids[starts[k]:starts[k] + counts[k]]`, and its card's likewise (`card_ids`, `card_counts`,
+    0 terms for a chunk without one). Saved beside the indexes, so a refresh takes the kept
+    chunks' terms and cards as they are instead of analysing their text again.
 
     >>> t = Terms(["a", "b"], np.array([0, 1, 1], dtype=np.int32), np.array([1, 2]))
     >>> t.starts.tolist()
@@ -305,13 +363,26 @@ class Terms:
     ids: np.ndarray  # int32
     counts: np.ndarray  # int64, one per chunk
     file_of: np.ndarray | None = None  # each chunk's file, a position in the saved paths
+    card_ids: np.ndarray | None = None  # int32
+    card_counts: np.ndarray | None = None  # int64, one per chunk
 
     @property
     def starts(self) -> np.ndarray:
         return np.cumsum(self.counts) - self.counts
 
     def save(self, directory: Path, paths: list[str], file_of: np.ndarray) -> None:
-        np.savez(directory / _TERM_IDS, ids=self.ids, counts=self.counts, files=file_of)
+        np.savez(
+            directory / _TERM_IDS,
+            ids=self.ids,
+            counts=self.counts,
+            files=file_of,
+            card_ids=self.card_ids if self.card_ids is not None else np.empty(0, dtype=np.int32),
+            card_counts=(
+                self.card_counts
+                if self.card_counts is not None
+                else np.zeros(len(self.counts), dtype=np.int64)
+            ),
+        )
         row = {"vocab": self.vocab, "paths": paths}
         (directory / _VOCAB).write_text(json.dumps(row), encoding="utf-8")
 
@@ -323,17 +394,54 @@ class Terms:
         try:
             with np.load(directory / _TERM_IDS) as arrays:
                 ids, counts, file_of = arrays["ids"], arrays["counts"], arrays["files"]
+                card_ids, card_counts = arrays["card_ids"], arrays["card_counts"]
             row = json.loads((directory / _VOCAB).read_text(encoding="utf-8"))
             vocab, paths = row["vocab"], row["paths"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if len(counts) != chunks or len(file_of) != chunks or int(counts.sum()) != len(ids):
             return None
-        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(vocab)):
+        if len(card_counts) != chunks or int(card_counts.sum()) != len(card_ids):
             return None
+        for held in (ids, card_ids):
+            if len(held) and (int(held.min()) < 0 or int(held.max()) >= len(vocab)):
+                return None
         if chunks and (int(file_of.min()) < 0 or int(file_of.max()) >= len(paths)):
             return None
-        return cls(vocab, ids, counts.astype(np.int64), file_of), paths
+        counts, card_counts = counts.astype(np.int64), card_counts.astype(np.int64)
+        terms = cls(vocab, ids, counts, file_of, card_ids, card_counts)
+        return terms, paths
+
+
+def _joined(
+    docs: Sequence[list[str] | int],
+    fresh: Iterator[list[int]],
+    saved: tuple[np.ndarray, np.ndarray] | None,
+    remap: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Documents' term ids end to end, and their counts: a new document's from `fresh` (one
+    per document not an int, in order), an int k's those of saved document k (`saved`: ids end
+    to end and counts), renumbered by `remap`, an id it maps to -1 left out."""
+    again = np.array([isinstance(d, int) for d in docs], dtype=bool)
+    new = list(fresh)
+    counts = np.zeros(len(docs), dtype=np.int64)
+    counts[~again] = [len(ids) for ids in new]
+    old = np.empty(0, dtype=np.int32)
+    if saved is not None and again.any():
+        rows = np.array([d for d in docs if isinstance(d, int)], dtype=np.int64)
+        saved_ids, saved_counts = saved
+        held = saved_counts[rows]
+        flat = remap[saved_ids[_ranges(np.cumsum(saved_counts)[rows] - held, held)]]
+        kept = flat >= 0
+        owner = np.repeat(np.arange(len(rows)), held)
+        counts[again] = np.bincount(owner[kept], minlength=len(rows))
+        old = flat[kept]
+    ids = np.empty(int(counts.sum()), dtype=np.int32)
+    starts = np.cumsum(counts) - counts
+    ids[_ranges(starts[again], counts[again])] = old
+    for k, doc in zip(np.flatnonzero(~again).tolist(), new, strict=True):
+        ids[starts[k] : starts[k] + len(doc)] = doc
+    return ids, counts
 
 
 def _paths(chunks: Sequence[TextNode]) -> list[str]:
@@ -392,7 +500,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 class CodeSearch:
-    """The sparse side of the code memory: chunk BM25 and file BM25 fused into one ranking.
+    """The sparse side of the code memory: chunk, file and card BM25 fused into one ranking.
 
     Built once per store (`CodeStore.search`); read-only afterwards, so threads share it.
     Chunks are named by their position in the store's list.
@@ -444,7 +552,9 @@ class CodeSearch:
         about_tests: bool = False,
     ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
-        files (a ranked file's best chunk enters even when the chunk ranking missed it), plus
+        files and, when prose and configuration rank lower (below), among files by their best
+        card, weighed by `CARD_WEIGHT` (a ranked file's best chunk enters even when the chunk
+        ranking missed it), plus
         their rank among the chunks holding a name the question writes or a file its traceback
         ran through. A question `about_tests` (a test, a fixture, the test suite) ranks all but
         tests lower; else a long question, or any when `source_first`, ranks chunks of prose,
@@ -453,33 +563,51 @@ class CodeSearch:
         if not terms:
             return []
         scores = self._sparse.chunk_scores(terms)
-        file_scores = self._sparse.file_scores(terms)
-        ranked = top(file_scores, candidates)
-        ranked = ranked[file_scores[ranked] >= FILE_CUTOFF * file_scores.max(initial=0.0)]
-        files = {int(f): rank for rank, f in enumerate(ranked)}
-        best = dict(zip(files, self._best_chunks(ranked, scores).tolist(), strict=True))
-        fused: dict[int, float] = {}
-        for rank, chunk in enumerate(top(scores, candidates).tolist()):
-            fused[chunk] = 1 / (RRF_K + rank)
-            file = int(self._file_of[chunk])
-            if file in files and scores[chunk] >= SHARES_FILE_RANK * scores[best[file]]:
-                fused[chunk] += 1 / (RRF_K + files[file])
-        for file, chunk in best.items():
-            if chunk not in fused and scores[chunk] > 0:
-                fused[chunk] = 1 / (RRF_K + files[file])
+        ranked_chunks = top(scores, candidates).tolist()
+        fused = {chunk: 1 / (RRF_K + rank) for rank, chunk in enumerate(ranked_chunks)}
+        files = self._sparse.file_scores(terms)
+        self._add_files(fused, ranked_chunks, scores, files, 1.0, candidates)
+        if source_first is None:
+            source_first = len(words(question)) >= LONG_QUESTION_WORDS
+        lower = ~self._test if about_tests else self._not_source if source_first else None
+        if CARD_WEIGHT and lower is not None:
+            cards = self._sparse.card_scores(terms)
+            self._add_files(fused, ranked_chunks, scores, cards, CARD_WEIGHT, candidates)
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
             fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         for ranking in self._named(question):
             for rank, chunk in enumerate(ranking.tolist()):
                 fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
-        if source_first is None:
-            source_first = len(words(question)) >= LONG_QUESTION_WORDS
-        lower = ~self._test if about_tests else self._not_source if source_first else None
         if lower is not None:
             for chunk in fused:
                 if lower[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         return sorted(fused, key=fused.__getitem__, reverse=True)
+
+    def _add_files(
+        self,
+        fused: dict[int, float],
+        ranked_chunks: list[int],
+        scores: np.ndarray,
+        file_scores: np.ndarray,
+        weight: float,
+        candidates: int,
+    ) -> None:
+        """Add a ranking of files to `fused`, `weight / (k + rank)`: to the ranked chunks
+        scoring near their file's best chunk, and to each ranked file's best chunk (which
+        enters even when the chunk ranking missed it)."""
+        ranked = top(file_scores, candidates)
+        ranked = ranked[file_scores[ranked] >= FILE_CUTOFF * file_scores.max(initial=0.0)]
+        files = {int(f): rank for rank, f in enumerate(ranked)}
+        best = dict(zip(files, self._best_chunks(ranked, scores).tolist(), strict=True))
+        for chunk in ranked_chunks:
+            file = int(self._file_of[chunk])
+            if file in files and scores[chunk] >= SHARES_FILE_RANK * scores[best[file]]:
+                fused[chunk] += weight / (RRF_K + files[file])
+        chosen = set(ranked_chunks)
+        for file, chunk in best.items():
+            if chunk not in chosen and scores[chunk] > 0:
+                fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + files[file])
 
     def test_evidence(self, question: str) -> dict[str, float]:
         """How much the question's words lean toward the repository's tests rather than its

@@ -630,6 +630,8 @@ def _garbage(path: Path) -> None:
         ("code/bm25/params.index.json", Path.unlink, "bm25"),
         ("code/bm25_files/names.json", lambda p: p.write_text('["a.py"]'), "bm25_files"),
         ("code/bm25_files/indptr.csc.index.npy", _garbage, "bm25_files"),
+        ("code/bm25_cards/names.json", lambda p: p.write_text('["a.py"]'), "bm25_cards"),
+        ("code/bm25_cards/indptr.csc.index.npy", _garbage, "bm25_cards"),
         ("graph/graph.sqlite", _truncate, "graph.sqlite"),
         ("audit/audit.sqlite", _garbage, "audit.sqlite"),
     ],

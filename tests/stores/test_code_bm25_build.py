@@ -158,7 +158,7 @@ def test_two_builds_write_the_same_sparse_index(repo: GitRepo, tmp_path: Path) -
         assert folder is not None
         return {
             f"{p.parent.name}/{p.name}": p.read_bytes()
-            for index in ("bm25", "bm25_files")
+            for index in ("bm25", "bm25_files", "bm25_cards")
             for p in (folder / "code" / index).iterdir()
         }
 

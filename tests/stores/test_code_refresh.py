@@ -1,5 +1,5 @@
 """A refresh's code memory is the one a full build of the same files makes: the kept files'
-chunks copied with the terms saved for them, the changed files' chunks new, on a real git
+chunks copied with the terms and cards saved for them, the changed files' chunks new, on a real git
 repository edited as a user edits it (a changed file, a new one, a deleted one)."""
 
 from __future__ import annotations
@@ -37,13 +37,19 @@ def _build(root: Path, persist: Path, refresh: bool) -> None:
     build_index(root, config, detect(config), refresh=refresh)
 
 
-def _code_memory(persist: Path) -> tuple[list[dict[str, object]], dict[str, list[float]], object]:
+Scores = dict[str, list[float]]
+
+
+def _code_memory(persist: Path) -> tuple[list[dict[str, object]], Scores, Scores, object]:
     folder = current_build(persist)
     assert folder is not None
     rows = [json.loads(line) for line in (folder / "code" / "chunks.jsonl").open()]
     index = ArelaIndex.load(persist, offline=True)
-    scores = {q: np.round(index.code.search.chunk_scores(q), 5).tolist() for q in QUESTIONS}
-    return rows, scores, index.manifest.memories["code"]
+    search, sparse = index.code.search, index.code.sparse
+    assert sparse is not None
+    scores = {q: np.round(search.chunk_scores(q), 5).tolist() for q in QUESTIONS}
+    cards = {q: np.round(sparse.card_scores(search.terms(q)), 5).tolist() for q in QUESTIONS}
+    return rows, scores, cards, index.manifest.memories["code"]
 
 
 def test_a_refreshed_code_memory_is_the_full_builds(tmp_path: Path) -> None:
@@ -66,11 +72,13 @@ def test_a_refreshed_code_memory_is_the_full_builds(tmp_path: Path) -> None:
     full = tmp_path / "full"
     _build(repo.root, full, refresh=False)
 
-    rows, scores, stats = _code_memory(refreshed)
+    rows, scores, cards, stats = _code_memory(refreshed)
     assert [r["file_path"] for r in rows] == sorted(r["file_path"] for r in rows)
     assert "pkg/mod_05.py" not in {r["file_path"] for r in rows}
     assert any("compute_backoff" in str(r["text"]) for r in rows)
-    assert _code_memory(full) == (rows, scores, stats)
+    assert _code_memory(full) == (rows, scores, cards, stats)
+    # The new function's card (its name, its module's docstring) is there, as in the full build.
+    assert max(cards["where is the retry backoff computed?"]) > 0
     # The new function ranks first for the question about it, as in the full build.
     index = ArelaIndex.load(refreshed, offline=True)
     best = index.code.search.rank("where is the retry backoff computed?", 3)[0]
