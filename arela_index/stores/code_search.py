@@ -43,9 +43,8 @@ FILE_CUTOFF = 0.25
 SHARES_FILE_RANK = 0.75
 # The weight of the ranking of files by their best card beside the chunk ranking's and the file
 # ranking's 1, fitted leave-one-repository-out on the tune sets (scripts/fit_ranking.py). It
-# counts only where the ranking lowers what has no card (prose, configuration): a question about
-# what code does, or about tests. Elsewhere a guide that answers a how-to question would lose to
-# code for having no card (at 0.5 as at 1).
+# counts only for a question that ranks source first (what code does, a pasted report): for a
+# how-to question a guide, which has no card, would lose to code (at a weight of 0.5 as at 1).
 CARD_WEIGHT = 1.0
 # A question this long is an issue report or a pasted traceback: what fixes it is source code,
 # so prose, configuration and tests count for less in its ranking.
@@ -552,7 +551,7 @@ class CodeSearch:
         about_tests: bool = False,
     ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
-        files and, when prose and configuration rank lower (below), among files by their best
+        files and, for a question that ranks source first (below), among files by their best
         card, weighed by `CARD_WEIGHT` (a ranked file's best chunk enters even when the chunk
         ranking missed it), plus
         their rank among the chunks holding a name the question writes or a file its traceback
@@ -570,7 +569,7 @@ class CodeSearch:
         if source_first is None:
             source_first = len(words(question)) >= LONG_QUESTION_WORDS
         lower = ~self._test if about_tests else self._not_source if source_first else None
-        if CARD_WEIGHT and lower is not None:
+        if CARD_WEIGHT and source_first:
             cards = self._sparse.card_scores(terms)
             self._add_files(fused, ranked_chunks, scores, cards, CARD_WEIGHT, candidates)
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):

@@ -2,7 +2,7 @@
 first sentences of its class's and its module's docstrings. Asked what code does, a description
 of the method finds its module first, ahead of another module whose docstring says the
 description's words, which comes first without the cards; a how-to question, where a guide
-answers as well as code, is ranked without them."""
+answers as well as code, is ranked without them, about tests or not."""
 
 from __future__ import annotations
 
@@ -95,6 +95,19 @@ def test_without_the_cards_the_module_repeating_its_words_comes_first(
 def test_a_how_to_question_is_answered_by_the_guide_that_has_no_card(index: ArelaIndex) -> None:
     question = "how do I rotate the encryption key of stored passwords?"
     assert _first_file(index, question, source_first=None) == "docs/rotating.md"
+
+
+@pytest.mark.parametrize(
+    ("source_first", "first"), [(True, "src/app/vault.py"), (None, "docs/rotating.md")]
+)
+def test_a_question_about_tests_weighs_the_cards_only_when_it_asks_what_code_does(
+    index: ArelaIndex, source_first: bool | None, first: str
+) -> None:
+    # Ranked tests first, every other file lower alike: the cards pick the module a description
+    # tells, unless the question asks how to do something, which the guide answers.
+    question = "how do I rotate the encryption key of stored passwords?"
+    ranked = index.code.search.rank(question, 20, source_first, about_tests=True)
+    assert index.code.chunks[ranked[0]].metadata["file_path"] == first
 
 
 def test_a_method_card_holds_its_class_and_module_docstrings(index: ArelaIndex) -> None:
