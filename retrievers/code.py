@@ -18,9 +18,10 @@ from arela_index.policy.model import PolicyTable
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code import CodeStore, embedding_failure
-from arela_index.stores.code_search import LONG_QUESTION_WORDS, RRF_K, chunk_terms, fuse
+from arela_index.stores.code_search import RRF_K, chunk_terms, fuse
 from arela_index.stores.vectors import describe_store
 from arela_index.text.question import Question
+from arela_index.text.shape import read_question
 from arela_index.text.tokens import STOPWORDS, index_terms, words
 from arela_index.workers import offload
 
@@ -182,11 +183,12 @@ class CodeMemoryRetriever(MemoryRetriever):
         """The sparse ranking, tests first for a question the policy's "about_tests" model
         (over the repository's `test_evidence`) says is about a test, a fixture or the test
         suite ("which test checks …", "the fixture that …"), unless `source_first` is False or
-        the question is as long as a pasted report: what fixes a report is source code, and the
-        test code it quotes must not make it a question about tests."""
+        the question is a pasted report (`read_question`: code, a traceback, paragraphs): what
+        fixes a report is source code, and the test code it quotes must not make it a question
+        about tests."""
         about_tests = (
             source_first is not False
-            and len(words(question)) < LONG_QUESTION_WORDS
+            and not read_question(question).report
             and self._about_tests.decide(self._search.test_evidence(question))
         )
         return self._search.rank(question, candidates, source_first, about_tests)
