@@ -641,8 +641,14 @@ class _OnFirstQuestion(MemoryRetriever):
                     self._made = self._make()
         return self._made
 
-    def files(self, question: str, count: int, intents: Sequence[str] = ()) -> list[NodeWithScore]:
-        return self.made.files(question, count, intents)
+    def files(
+        self,
+        question: str,
+        count: int,
+        intents: Sequence[str] = (),
+        report: bool | None = None,
+    ) -> list[NodeWithScore]:
+        return self.made.files(question, count, intents, report)
 
     def candidates(self, question: str, count: int) -> list[NodeWithScore]:
         return self.made.candidates(question, count)

@@ -147,9 +147,12 @@ class CodeMemoryRetriever(MemoryRetriever):
         """Why the last query went sparse-only although it has vectors and an embedder, or None."""
         return self._dense.why_not if self._dense is not None else None
 
-    def search(self, question: str, source_first: bool | None = None) -> list[NodeWithScore]:
+    def search(
+        self, question: str, source_first: bool | None = None, report: bool | None = None
+    ) -> list[NodeWithScore]:
         """`source_first`: rank prose, configuration and tests lower (None: only for a question
-        as long as an issue report; see `CodeSearch.rank`)."""
+        as long as an issue report; see `CodeSearch.rank`). `report`: whether the question is a
+        pasted report (None: read from `question`, whose line breaks may be gone)."""
         if not question.strip() or self._store.is_empty():
             return []
         dense: list[int] | None = None
@@ -157,7 +160,7 @@ class CodeMemoryRetriever(MemoryRetriever):
             dense = self._dense.rank(question)
             if not self._dense.answered:  # a dense side that failed is no signal
                 dense = None
-        sparse = fuse([self._rank(question, self._candidates, source_first)])
+        sparse = fuse([self._rank(question, self._candidates, source_first, report)])
         meaning = fuse([dense or []])
         fused = fuse([*([dense] if dense is not None else []), list(sparse)])
         best = sorted(fused, key=fused.__getitem__, reverse=True)[: self.top_k]
@@ -179,16 +182,20 @@ class CodeMemoryRetriever(MemoryRetriever):
             for i in sorted(best, key=scores.__getitem__, reverse=True)
         ]
 
-    def _rank(self, question: str, candidates: int, source_first: bool | None) -> list[int]:
+    def _rank(
+        self, question: str, candidates: int, source_first: bool | None, report: bool | None
+    ) -> list[int]:
         """The sparse ranking, tests first for a question the policy's "about_tests" model
         (over the repository's `test_evidence`) says is about a test, a fixture or the test
         suite ("which test checks …", "the fixture that …"), unless `source_first` is False or
-        the question is a pasted report (`read_question`: code, a traceback, paragraphs): what
+        the question is a pasted report (`Question.shape`: code, a traceback, paragraphs): what
         fixes a report is source code, and the test code it quotes must not make it a question
         about tests."""
+        if report is None:
+            report = read_question(question).report
         about_tests = (
             source_first is not False
-            and not read_question(question).report
+            and not report
             and self._about_tests.decide(self._search.test_evidence(question))
         )
         return self._search.rank(question, candidates, source_first, about_tests)
@@ -217,13 +224,20 @@ class CodeMemoryRetriever(MemoryRetriever):
             )
         return terms
 
-    def files(self, question: str, count: int, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+    def files(
+        self,
+        question: str,
+        count: int,
+        intents: Sequence[str] = (),
+        report: bool | None = None,
+    ) -> list[NodeWithScore]:
         """The best chunk of each of the `count` best files for `question`, best first: what an
-        answer that ranks files cites (its ranking looks deeper than `top_k` chunks)."""
+        answer that ranks files cites (its ranking looks deeper than `top_k` chunks); `report`
+        as for `search`."""
         if not question.strip() or self._store.is_empty():
             return []
         candidates = max(self._candidates, 4 * count)
-        ranking = self._rank(question, candidates, _source_first(intents))
+        ranking = self._rank(question, candidates, _source_first(intents), report)
         chunks = self._store.chunks
         best: dict[str, int] = {}
         for i in ranking:
@@ -248,7 +262,7 @@ class CodeMemoryRetriever(MemoryRetriever):
     def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         """A question the route read: source code first unless it asks how to use or set up
         something (procedural), which documentation answers as often as code."""
-        return self.search(question.text, _source_first(intents))
+        return self.search(question.text, _source_first(intents), question.shape.report)
 
     async def aask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         return await self._offloaded(lambda: self.ask(question, intents))

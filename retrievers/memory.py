@@ -31,9 +31,16 @@ class MemoryRetriever(BaseRetriever):
         """This memory's fresh nodes for `question`, scores in [0, 1]; nothing found gives []."""
         raise NotImplementedError  # not abstract: LlamaIndex would wrap each one in a span
 
-    def files(self, question: str, count: int, intents: Sequence[str] = ()) -> list[NodeWithScore]:
+    def files(
+        self,
+        question: str,
+        count: int,
+        intents: Sequence[str] = (),
+        report: bool | None = None,
+    ) -> list[NodeWithScore]:
         """The best node of each of the `count` best files, for a memory that ranks files (the
-        code memory); none for the others."""
+        code memory); none for the others. `report`: whether the question is a pasted report
+        (None: read from its text)."""
         return []
 
     def candidates(self, question: str, count: int) -> list[NodeWithScore]:

@@ -53,7 +53,7 @@ from arela_index.selectors.tools import (
 from arela_index.steps import Steps, arun, run
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
-from arela_index.text.shape import Reading, read_question
+from arela_index.text.shape import Reading
 from arela_index.trace import Trace
 from arela_index.workers import offload
 
@@ -205,7 +205,7 @@ class ArelaSelector(BaseSelector):
     # Stage 1: entities, scope and phrasing rules.
     def _read(self, question: Question, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
         started = time.perf_counter()
-        reading = read_question(question.lines or question.text)
+        reading = question.shape
         route = Trace(question=question.text, stage="rules", report=reading.report)
         metas, tools = _tools(choices)
         available = [m for m in self.available if tools is None or m in tools]

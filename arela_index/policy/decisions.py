@@ -38,7 +38,7 @@ from arela_index.policy.signals import (
 from arela_index.steps import Call, Steps
 from arela_index.text.node_text import NodeText
 from arela_index.text.question import Question
-from arela_index.text.shape import Reading, read_question
+from arela_index.text.shape import Reading
 from arela_index.workers import offload
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class QueryPolicy:
         if kept is not None and kept.question == question:
             return kept
         entities = read_entities(question, self.repository.vocabulary)
-        shape = read_question(question.lines or question.text)
+        shape = question.shape
         words = read_words(question, entities, shape, self.repository)
         reading = PolicyReading(question, entities, shape, words)
         self._read[question.text] = reading

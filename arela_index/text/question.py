@@ -15,6 +15,7 @@ from llama_index.core.schema import QueryBundle, QueryType
 
 from arela_index.errors import ArelaError
 from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
+from arela_index.text.shape import Reading, read_question
 from arela_index.text.timephrases import TimePhrases, TimeWindow
 from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
 
@@ -173,6 +174,12 @@ class Question:
             return named_authors(asked.text, candidates) if candidates else ()
 
         return _once(asked._authors, vocabulary, named)
+
+    @cached_property
+    def shape(self) -> Reading:
+        """Its shape as written, line breaks kept (`read_question`): a pasted report, a long
+        question, a bug's symptom or a short ask."""
+        return read_question(self.lines or self.text)
 
     # Read when first asked for (routing alone needs neither), then kept.
     @cached_property

@@ -7,6 +7,8 @@ import pytest
 from support.engine_repos import one_commit_index
 
 from arela_index.index import ArelaIndex
+from arela_index.text.question import Question
+from arela_index.text.shape import read_question
 
 PARSER = '''"""Reading the settings file."""
 
@@ -72,3 +74,16 @@ def test_a_pasted_report_is_about_the_source_whatever_its_test_code_says(
     monkeypatch.setattr(retriever, "_about_tests", _SaysAboutTests())
     hits = retriever.search(question, source_first=True)
     assert hits[0].node.metadata["file_path"] == first
+
+
+def test_a_report_asked_through_the_engine_is_read_with_its_line_breaks(
+    index: ArelaIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its words on one line are no report (one paragraph, no code block, under 80 words): the
+    # question's shape, read once as written, says it is one.
+    question = Question.read(REPORT)
+    assert question.shape.report and not read_question(question.text).report
+    retriever = index.code_retriever(top_k=5)
+    monkeypatch.setattr(retriever, "_about_tests", _SaysAboutTests())
+    hits = retriever.ask(question, ("conceptual",))
+    assert hits[0].node.metadata["file_path"] == "src/app/settings.py"
