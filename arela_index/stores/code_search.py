@@ -18,7 +18,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -206,11 +206,9 @@ class SparseIndex:
             for doc, card in zip(docs, cards, strict=True)
             if not isinstance(doc, int)
         )
-        saved = None
-        if reused is not None and reused.card_ids is not None and reused.card_counts is not None:
-            saved = (reused.card_ids, reused.card_counts)
+        saved = (reused.card_ids, reused.card_counts) if reused is not None else None
         card_ids, card_counts = _joined(docs, fresh, saved, remap)
-        return cls._indexed(list(paths), Terms(vocab, ids, counts, None, card_ids, card_counts))
+        return cls._indexed(list(paths), Terms(vocab, ids, counts, card_ids, card_counts))
 
     @classmethod
     def _indexed(cls, paths: list[str], terms: Terms) -> SparseIndex:
@@ -240,22 +238,13 @@ class SparseIndex:
         # In double precision: file scores are compared with each other's shares (FILE_CUTOFF).
         file_index = flat_bm25(dtype="float64")
         file_index.index(Tokenized(ids=by_file, vocab=dict(vocab)), show_progress=False)
-        zero = np.zeros(len(docs), dtype=np.int64)
-        card_counts = terms.card_counts if terms.card_counts is not None else zero
-        carded = np.flatnonzero(card_counts)
+        carded = np.flatnonzero(terms.card_counts)
         card_index = None
-        if len(carded) and terms.card_ids is not None:
+        if len(carded):
             card_index = flat_bm25()
-            cards = FlatDocs(terms.card_ids, card_counts[carded].astype(np.int64))
+            cards = FlatDocs(terms.card_ids, terms.card_counts[carded])
             card_index.index(Tokenized(ids=cards, vocab=dict(vocab)), show_progress=False)
-        kept = Terms(
-            terms.vocab,
-            terms.ids,
-            terms.counts,
-            file_of.astype(np.int32),
-            terms.card_ids,
-            terms.card_counts,
-        )
+        kept = replace(terms, file_of=file_of.astype(np.int32))
         card_of = file_of[carded].astype(np.int32)
         return cls(chunk_index, file_index, files, len(docs), card_index, card_of, terms=kept)
 
@@ -353,7 +342,7 @@ class Terms:
     0 terms for a chunk without one). Saved beside the indexes, so a refresh takes the kept
     chunks' terms and cards as they are instead of analysing their text again.
 
-    >>> t = Terms(["a", "b"], np.array([0, 1, 1], dtype=np.int32), np.array([1, 2]))
+    >>> t = Terms(["a", "b"], np.array([0, 1, 1]), np.array([1, 2]), np.array([1]), np.array([0, 1]))
     >>> t.starts.tolist()
     [0, 1]
     """
@@ -361,9 +350,9 @@ class Terms:
     vocab: list[str]
     ids: np.ndarray  # int32
     counts: np.ndarray  # int64, one per chunk
+    card_ids: np.ndarray  # int32
+    card_counts: np.ndarray  # int64, one per chunk
     file_of: np.ndarray | None = None  # each chunk's file, a position in the saved paths
-    card_ids: np.ndarray | None = None  # int32
-    card_counts: np.ndarray | None = None  # int64, one per chunk
 
     @property
     def starts(self) -> np.ndarray:
@@ -375,12 +364,8 @@ class Terms:
             ids=self.ids,
             counts=self.counts,
             files=file_of,
-            card_ids=self.card_ids if self.card_ids is not None else np.empty(0, dtype=np.int32),
-            card_counts=(
-                self.card_counts
-                if self.card_counts is not None
-                else np.zeros(len(self.counts), dtype=np.int64)
-            ),
+            card_ids=self.card_ids,
+            card_counts=self.card_counts,
         )
         row = {"vocab": self.vocab, "paths": paths}
         (directory / _VOCAB).write_text(json.dumps(row), encoding="utf-8")
@@ -408,7 +393,7 @@ class Terms:
         if chunks and (int(file_of.min()) < 0 or int(file_of.max()) >= len(paths)):
             return None
         counts, card_counts = counts.astype(np.int64), card_counts.astype(np.int64)
-        terms = cls(vocab, ids, counts, file_of, card_ids, card_counts)
+        terms = cls(vocab, ids, counts, card_ids, card_counts, file_of)
         return terms, paths
 
 
