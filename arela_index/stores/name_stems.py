@@ -12,44 +12,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
-from pathlib import Path, PurePosixPath
+from collections.abc import Collection, Mapping
+from pathlib import Path
 
 from arela_index.errors import corrupt
 from arela_index.stores.saved import read_saved
-from arela_index.text.stem import stem
-from arela_index.text.tokens import STOPWORDS, split_identifier, words
+from arela_index.text.names import count_stems
 
 STEMS_FILE = "name-stems.json"
 FORMAT = 1
 # Far above any repository's (scipy's is 85 KB): a larger file is damage, not counts.
 _LIMIT = 64 << 20
-
-
-def name_parts(name: str) -> list[str]:
-    """The words of a qualified symbol name or a path.
-
-    >>> name_parts("app.jobQueue.new_job"), name_parts("src/app/job_queue.py")
-    (['app', 'job', 'queue', 'new', 'job'], ['src', 'app', 'job', 'queue'])
-    """
-    if "/" in name:
-        name = str(PurePosixPath(name).with_suffix("")).replace("/", ".")
-    return [p for piece in name.split(".") for w in words(piece) for p in split_identifier(w)]
-
-
-def count_stems(names: Iterable[str]) -> Counter[str]:
-    """How many of `names` use each stem (a name's repeated word counts once).
-
-    >>> sorted(count_stems(["q.jobs.new_job", "q/jobs.py", "q.consume"]).items())
-    [('consum', 1), ('job', 2), ('new', 1)]
-    """
-    named = [name_parts(n) for n in names]
-    kept = sorted({p for parts in named for p in parts if len(p) > 2 and p not in STOPWORDS})
-    stems = dict(zip(kept, stem(kept), strict=True))
-    uses: Counter[str] = Counter()
-    for parts in named:
-        uses.update({stems[p] for p in parts if p in stems})
-    return uses
 
 
 class NameStems:
