@@ -46,7 +46,7 @@ def serve(repos: Sequence[str], *, watch: bool = True, **settings: Any) -> int:
             stack.enter_context(_Listener(live, Place.of(live.root, settings), folder))
             for live in lives
         ]
-        _stop_on_signals(stopped)
+        stack.enter_context(_stop_on_signals(stopped))
         for listener in listeners:
             live = listener.live
             live.start(watch=watch)
@@ -70,12 +70,19 @@ def _can_watch() -> bool:
     return True
 
 
-def _stop_on_signals(stopped: threading.Event) -> None:
+@contextlib.contextmanager
+def _stop_on_signals(stopped: threading.Event) -> Iterator[None]:
+    """Ctrl-C and SIGTERM set `stopped` (the sockets are then closed and removed in order)."""
+
     def stop(signum: int, frame: Any) -> None:
         stopped.set()
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _say_ready(live: LiveIndex, folder: Path) -> None:
@@ -111,16 +118,19 @@ class _Listener:
                 f"another `arela serve` is already serving the index {self.place.persist_dir}: "
                 "stop it first (Ctrl-C where it runs), or ask it"
             ) from None
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()  # left by a server that was killed: the lock was free
-        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_mask = os.umask(0o177)
         try:
-            listening.bind(str(self.path))
-        finally:
-            os.umask(old_mask)
-        listening.listen(16)
-        self._socket = listening
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()  # left by a server that was killed: the lock was free
+            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old_mask = os.umask(0o177)
+            try:
+                self._socket.bind(str(self.path))
+            finally:
+                os.umask(old_mask)
+            self._socket.listen(16)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
