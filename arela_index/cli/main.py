@@ -196,12 +196,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from arela_index.mcp import serve
 
-    if args.persist_dir and len(args.repo) > 1:
-        from arela_index.errors import ArelaError
-
-        raise ArelaError("--persist-dir names one index: give it with a single --repo")
     return serve(
-        args.repo or ["."],
+        _served_repos(args),
         http=args.http,
         host=args.host,
         watch=not args.no_watch,
@@ -212,11 +208,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from arela_index.handoff.server import serve
 
-    if args.persist_dir and args.repo and len(args.repo) > 1:
-        from arela_index.errors import ArelaError
-
-        raise ArelaError("--persist-dir names one index: give it with a single --repo")
-    return serve(args.repo or ["."], watch=not args.no_watch, **_settings(args))
+    return serve(_served_repos(args), watch=not args.no_watch, **_settings(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -331,22 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ask, find_definition, find_callers, find_callees, find_subclasses, file_history and "
         "recent_changes over warm indexes, refreshed as files are saved and commits land.",
     )
-    mcp.add_argument(
-        "--repo",
-        action="append",
-        metavar="PATH",
-        help="a repository to serve (repeatable; default: the current folder)",
-    )
-    mcp.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
-    mcp.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
+    _served_options(mcp, no_watch="do not refresh the indexes as files change")
     mcp.add_argument(
         "--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio"
     )
     mcp.add_argument(
         "--host", default="127.0.0.1", help="the address --http binds (default: 127.0.0.1)"
-    )
-    mcp.add_argument(
-        "--no-watch", action="store_true", help="do not refresh the indexes as files change"
     )
     mcp.set_defaults(func=cmd_mcp)
 
@@ -358,26 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
         "or /tmp/arela-UID): the answer a cold ask would print, in a fraction of its time. The "
         "index is refreshed as files are saved and before any answer to a changed repository.",
     )
-    serve.add_argument(
-        "--repo",
-        action="append",
-        metavar="PATH",
-        help="a repository to serve (repeatable; default: the current folder)",
-    )
-    serve.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
-    serve.add_argument(
-        "--offline", action="store_true", help="do not use Ollama even if it answers"
+    _served_options(
+        serve, no_watch="refresh only when an ask finds the repository changed, not as files change"
     )
     serve.add_argument(
         "--top-k",
         type=_positive,
         default=None,
         help="serve the asks given this --top-k (default: those given none)",
-    )
-    serve.add_argument(
-        "--no-watch",
-        action="store_true",
-        help="refresh only when an ask finds the repository changed, not as files are saved",
     )
     serve.set_defaults(func=cmd_serve)
     return parser
@@ -389,6 +359,31 @@ def _repo_options(parser: argparse.ArgumentParser, *, offline: str, json: str) -
     parser.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
     parser.add_argument("--offline", action="store_true", help=offline)
     parser.add_argument("--json", action="store_true", help=json)
+
+
+def _served_options(parser: argparse.ArgumentParser, *, no_watch: str) -> None:
+    """--repo (repeatable), --persist-dir, --offline and --no-watch, shared by the servers."""
+    parser.add_argument(
+        "--repo",
+        action="append",
+        metavar="PATH",
+        help="a repository to serve (repeatable; default: the current folder)",
+    )
+    parser.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    parser.add_argument(
+        "--offline", action="store_true", help="do not use Ollama even if it answers"
+    )
+    parser.add_argument("--no-watch", action="store_true", help=no_watch)
+
+
+def _served_repos(args: argparse.Namespace) -> list[str]:
+    """The repositories a server is given (the current folder by default)."""
+    repos: list[str] = args.repo or ["."]
+    if args.persist_dir and len(repos) > 1:
+        from arela_index.errors import ArelaError
+
+        raise ArelaError("--persist-dir names one index: give it with a single --repo")
+    return repos
 
 
 def _positive(text: str) -> int:

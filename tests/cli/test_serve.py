@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import GitRepo
-from support.mcp_server import SHOP, WAIT, make_repo, until
+from support.mcp_server import REFUND, SHOP, WAIT, make_repo, until
 
 from arela_index.cli.main import main
 
@@ -34,13 +34,6 @@ PROBE = (
     "heavy = [m for m in json.loads(os.environ['PROBE_HEAVY']) if m in sys.modules]\n"
     "open(os.environ['PROBE_LOADED'], 'w').write(json.dumps(heavy))\n"
     "sys.exit(code)\n"
-)
-REFUND = (
-    "from shop.cart import checkout\n\n\n"
-    "def handle_order(request):\n"
-    "    return checkout(request)\n\n\n"
-    "def refund(request):\n"
-    "    return -checkout(request)\n"
 )
 BATCH = (
     '{"question": "who calls checkout?", "id": 1.5}\n'
