@@ -96,7 +96,12 @@ class Server:
                 stderr=err,
                 env=dict(os.environ),
             )
-        until(lambda: "ready:" in self.stderr() or self.process.poll() is not None, "ready")
+        try:
+            until(lambda: "ready:" in self.stderr() or self.process.poll() is not None, "ready")
+        finally:
+            if "ready:" not in self.stderr():
+                self.process.kill()
+                self.process.wait()
         assert self.process.poll() is None, self.stderr()
 
     def stderr(self) -> str:
