@@ -22,6 +22,9 @@ arela, built as `arela index` builds (in this process, its workers as children):
                  index's own symbols, files and authors: bench_load's set), after three to warm
     ask          `arela ask QUESTION --json --offline` from the shell, one process per question:
                  wall seconds (median, max) and the largest peak RSS of --asks questions
+    handed off   the same asks with `arela serve` of the index running (started here, with a
+                 runtime folder of its own): the ask's own time, CPU and peak RSS, how many
+                 printed what the cold ask printed (timings aside), and the server's peak RSS
     graph ask    the same for --asks of the set's graph questions ("who calls X?", "where is
                  X defined?"), which read their symbols' rows of the graph table
 
@@ -36,8 +39,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,7 +77,9 @@ def folder_mb(folder: Path) -> float:
     return total / 1e6
 
 
-def run_measured(command: Sequence[str]) -> tuple[float, float, float, str]:
+def run_measured(
+    command: Sequence[str], env: dict[str, str] | None = None
+) -> tuple[float, float, float, str]:
     """(wall seconds, peak RSS in MB, CPU seconds, stdout) of one process, started as a shell
     would. GNU time reports the peak: a child forked from this (large) process would inherit its
     high-water mark."""
@@ -83,6 +90,7 @@ def run_measured(command: Sequence[str]) -> tuple[float, float, float, str]:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             check=True,
+            env=env,
         )
         wall = time.perf_counter() - started
         kb, user, system = peak.read().split()[-3:]
@@ -142,14 +150,61 @@ def arela_warm(persist: Path, questions: list[str]) -> dict[str, Any]:
     }
 
 
+def ask_command(repo: Path, persist: Path, question: str, *more: str) -> list[str]:
+    return [str(ARELA), "ask", question, "--repo", str(repo), "--persist-dir", str(persist), *OFFLINE, *more]  # fmt: skip
+
+
 def arela_asks(repo: Path, persist: Path, questions: list[str]) -> dict[str, Any]:
-    runs = [
-        run_measured(
-            [str(ARELA), "ask", q, "--repo", str(repo), "--persist-dir", str(persist), *OFFLINE]
-        )
-        for q in questions
-    ]
-    return summarise(runs)
+    runs = [run_measured(ask_command(repo, persist, q, "--no-server")) for q in questions]
+    return {**summarise(runs), "outputs": [out for _, _, _, out in runs]}
+
+
+def arela_handed_off(
+    repo: Path, persist: Path, questions: list[str], cold: list[str]
+) -> dict[str, Any]:
+    """The asks of `questions` handed to an `arela serve` of the index started here (in a
+    runtime folder of its own), and how many printed what the cold asks printed."""
+    with tempfile.TemporaryDirectory(prefix="arela-bench-run-") as run:
+        env = {**os.environ, "XDG_RUNTIME_DIR": run}
+        log = Path(run) / "serve.log"
+        with open(log, "wb") as err:
+            server = subprocess.Popen(
+                [str(ARELA), "serve", "--repo", str(repo), "--persist-dir", str(persist), "--offline"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+            )  # fmt: skip
+        try:
+            started = time.perf_counter()
+            while "ready:" not in log.read_text() and server.poll() is None:
+                time.sleep(0.1)
+            ready = time.perf_counter() - started
+            runs = [run_measured(ask_command(repo, persist, q), env) for q in questions]
+            peak = server_peak_mb(server.pid)
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(timeout=120)
+    same = sum(untimed(out) == untimed(c) for (_, _, _, out), c in zip(runs, cold, strict=True))
+    return {
+        **summarise(runs),
+        "asks": len(runs),
+        "same": same,
+        "server_ready_s": round(ready, 1),
+        "server_peak_mb": peak,
+    }
+
+
+def server_peak_mb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
+    return 0
+
+
+def untimed(out: str) -> list[dict[str, Any]]:
+    """JSON answers less their timings, which differ from any run to the next."""
+    answers = [json.loads(line) for line in out.splitlines() if line.strip()]
+    for answer in answers:
+        answer.pop("timings_ms", None)
+    return answers
 
 
 def summarise(runs: list[tuple[float, float, float, str]]) -> dict[str, Any]:
@@ -275,9 +330,13 @@ def main() -> None:
             result["arela"] = {"size_mb": round(folder_mb(persist), 1)}
         questions = questions_of(persist, repo, args.questions)
         result["arela"]["warm"] = arela_warm(persist, questions)
-        result["arela"]["ask"] = arela_asks(repo, persist, questions[: args.asks])
+        asked = questions[: args.asks]
+        cold = arela_asks(repo, persist, asked)
+        result["arela"]["ask"] = cold
+        result["arela"]["handed_off"] = arela_handed_off(repo, persist, asked, cold.pop("outputs"))
         graph = [q for q in questions if q.startswith(("who calls ", "where is "))]
         result["arela"]["graph_ask"] = arela_asks(repo, persist, graph[: args.asks])
+        result["arela"]["graph_ask"].pop("outputs")
         if not args.no_stock and not args.index:
             from arela_index.indexing.persist import Manifest, current_build
 
@@ -294,6 +353,7 @@ def main() -> None:
 
 def table(result: dict[str, Any]) -> str:
     a, s = result["arela"], result.get("stock")
+    h = a["handed_off"]
     built = "build_s" in a  # not with --index
     rows = [
         ("index size (MB)", a["size_mb"], s["size_mb"] if s else ""),
@@ -301,6 +361,11 @@ def table(result: dict[str, Any]) -> str:
         ("ask from the shell, median / max (s)", f"{a['ask']['median_s']} / {a['ask']['max_s']}", f"{s['ask']['median_s']} / {s['ask']['max_s']}" if s else ""),
         ("ask CPU, median (s)", a["ask"]["median_cpu_s"], s["ask"]["median_cpu_s"] if s else ""),
         ("ask peak RSS (MB)", a["ask"]["peak_mb"], s["ask"]["peak_mb"] if s else ""),
+        ("handed-off ask, median / max (s)", f"{h['median_s']} / {h['max_s']}", ""),
+        ("handed-off ask CPU, median (s)", h["median_cpu_s"], ""),
+        ("handed-off ask peak RSS (MB)", h["peak_mb"], ""),
+        ("handed-off asks = cold output", f"{h['same']} of {h['asks']}", ""),
+        ("arela serve: ready (s), peak RSS (MB)", f"{h['server_ready_s']}, {h['server_peak_mb']}", ""),
         ("graph ask, median / max (s)", f"{a['graph_ask']['median_s']} / {a['graph_ask']['max_s']}", ""),
         ("graph ask CPU, median (s)", a["graph_ask"]["median_cpu_s"], ""),
         ("graph ask peak RSS (MB)", a["graph_ask"]["peak_mb"], ""),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import gc
 import logging
 import math
@@ -13,7 +12,14 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+from arela_index.cli.asking import (
+    EXIT_OK,
+    Asked,
+    AskOptions,
+    answer_all,
+    failure,
+    say_index_state,
+)
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -42,94 +48,41 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    import json
-
-    from arela_index.errors import ArelaError, visible
-    from arela_index.index import ArelaIndex
-    from arela_index.query.answers import compact, response_json
-
-    batch = args.question == "-" or args.jsonl
-    as_json = args.json or args.jsonl
+    options = AskOptions(
+        batch=args.question == "-" or args.jsonl,
+        as_json=args.json or args.jsonl,
+        explain=args.explain,
+    )
     questions = _questions(args)
-    if not batch:
+    if not options.batch:
         questions = iter([_one(next(questions))])
+    if not args.no_server and not os.environ.get("ARELA_DEBUG"):
+        # A running `arela serve` of this very index answers as this process would, without
+        # loading LlamaIndex (the client imports nothing heavy); else the cold path does.
+        from arela_index.cli.handoff import hand_off
+
+        status = hand_off(args.repo, _settings(args), options, questions)
+        if status is not None:
+            return status
+    return _ask_cold(args, options, questions)
+
+
+def _ask_cold(args: argparse.Namespace, options: AskOptions, questions: Iterator[Asked]) -> int:
+    from arela_index.index import ArelaIndex
+
     index = ArelaIndex.from_repo(args.repo, refresh=False, **_settings(args))
-    # e.g. why dense retrieval is off; the offline notice is logged already
-    for note in index.notes:
-        if "runs offline" not in note:
-            print(f"arela: {visible(note, lines=False)}", file=sys.stderr)
-    _say_index_state(index)
+    say_index_state(index, index.staleness, sys.stderr)
     engine = index.as_query_engine(top_k=args.top_k)
-    if batch:
+    if options.batch:
         # Read before the first question, which would otherwise carry the reading in its time.
         index.read_memories()
     # The index just read lives as long as the batch: a full collection walking its objects in
     # the middle of a question cost 100-400 ms on pytest and sphinx (a pasted report's p95).
     gc.freeze()
-    status = EXIT_OK
-    for asked in questions:
-        ident = {"id": asked.id} if asked.id is not None else {}
-        try:
-            if asked.error:
-                raise ArelaError(asked.error)
-            response = engine.query(asked.text)
-        except ArelaError as exc:
-            if not batch:
-                raise
-            status = EXIT_USAGE
-            print(
-                json.dumps({**ident, "question": asked.text, "error": str(exc)}, ensure_ascii=False)
-                if as_json
-                else f"error: {visible(str(exc), lines=False)}"
-            )
-            continue
-        if as_json:
-            print(json.dumps({**ident, **response_json(asked.text, response)}, ensure_ascii=False))
-        else:
-            print(visible(compact(str(response)) if batch else str(response).rstrip()))
-        if args.explain:
-            print(
-                visible((response.metadata or {})["arela"].to_text()),
-                file=sys.stderr if as_json or batch else sys.stdout,
-            )
-        sys.stdout.flush()
-    return status
+    return answer_all(engine, questions, options, sys.stdout, sys.stderr)
 
 
-def _say_index_state(index: Any) -> None:
-    """One note line per thing that makes answers less than whole: a partial memory, a stale
-    index; and a clear error when the index holds nothing to answer from."""
-    from arela_index.errors import ArelaError, visible
-    from arela_index.indexing.persist import rebuild_command
-
-    for partial in index.partial_memories():
-        print(f"arela: note: {visible(partial.line(), lines=False)}", file=sys.stderr)
-    stale = index.staleness()
-    if stale:
-        refresh = rebuild_command(index.root, index.persist_dir, refresh=True)
-        print(
-            f"arela: note: the index is older than the repository ({stale.describe()}); "
-            f"answers may be out of date: run `{visible(refresh, lines=False)}`",
-            file=sys.stderr,
-        )
-    if not index.available_memories():
-        raise ArelaError(
-            f"the repository {index.root} has no indexable files, history or decision records, "
-            "so there is nothing to answer from: add files (or loosen --exclude and "
-            f".arelaignore), then run `{rebuild_command(index.root, index.persist_dir)}`"
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Asked:
-    """One question read from the command line, a file or a batch line."""
-
-    text: str
-    id: Any = None
-    error: str | None = None
-
-
-def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
+def _questions(args: argparse.Namespace) -> Iterator[Asked]:
     """The questions `arela ask` was given: the argument, a whole file (a pasted bug report with
     its code blocks and traceback is one question), one per line, or one JSON object per line."""
 
@@ -145,15 +98,15 @@ def _questions(args: argparse.Namespace) -> Iterator[_Asked]:
             if line.strip():
                 yield _record(number, line)
     elif args.file is not None:
-        yield _Asked(_read(source))
+        yield Asked(_read(source))
     elif args.question == "-":
         # Blank lines are skipped, as in --jsonl: no question is asked of them.
-        yield from (_Asked(line.rstrip("\n")) for line in sys.stdin if line.strip())
+        yield from (Asked(line.rstrip("\n")) for line in sys.stdin if line.strip())
     else:
-        yield _Asked(_text(args.question))
+        yield Asked(_text(args.question))
 
 
-def _record(number: int, line: str) -> _Asked:
+def _record(number: int, line: str) -> Asked:
     """One `--jsonl` line: its question, or the error that says what is wrong with it (with its
     id when it has one). `NaN`, `Infinity` and numbers past a float's range are kept as the text
     they were written as: what goes out stays valid JSON."""
@@ -164,7 +117,7 @@ def _record(number: int, line: str) -> _Asked:
     except ValueError:
         record = None
     if not isinstance(record, dict) or "question" not in record:
-        return _Asked(
+        return Asked(
             line.strip()[:80],
             record.get("id") if isinstance(record, dict) else None,  # the error keeps its id
             error=f'line {number} is not a JSON object with a "question": '
@@ -173,13 +126,13 @@ def _record(number: int, line: str) -> _Asked:
     question = record["question"]
     if not isinstance(question, str):
         found = "null" if question is None else type(question).__name__
-        return _Asked(
+        return Asked(
             "",
             record.get("id"),
             error=f'line {number}: "question" must be text, not {found}: '
             'write e.g. {"question": "who calls main?"}',
         )
-    return _Asked(question, record.get("id"))
+    return Asked(question, record.get("id"))
 
 
 def _finite_or_text(text: str) -> float | str:
@@ -187,7 +140,7 @@ def _finite_or_text(text: str) -> float | str:
     return value if math.isfinite(value) else text
 
 
-def _one(asked: _Asked) -> _Asked:
+def _one(asked: Asked) -> Asked:
     from arela_index.errors import ArelaError
 
     if not asked.text.strip():
@@ -243,17 +196,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from arela_index.mcp import serve
 
-    if args.persist_dir and len(args.repo) > 1:
-        from arela_index.errors import ArelaError
-
-        raise ArelaError("--persist-dir names one index: give it with a single --repo")
     return serve(
-        args.repo or ["."],
+        _served_repos(args),
         http=args.http,
         host=args.host,
         watch=not args.no_watch,
         **_settings(args),
     )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from arela_index.handoff.server import serve
+
+    return serve(_served_repos(args), watch=not args.no_watch, **_settings(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -325,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--top-k", type=_positive, default=None, help="how many sources at most (default 8)"
     )
+    ask.add_argument(
+        "--no-server",
+        action="store_true",
+        help="answer in this process even when an `arela serve` of this index is running",
+    )
     ask.set_defaults(func=cmd_ask)
 
     doctor = sub.add_parser(
@@ -363,24 +323,33 @@ def build_parser() -> argparse.ArgumentParser:
         "ask, find_definition, find_callers, find_callees, find_subclasses, file_history and "
         "recent_changes over warm indexes, refreshed as files are saved and commits land.",
     )
-    mcp.add_argument(
-        "--repo",
-        action="append",
-        metavar="PATH",
-        help="a repository to serve (repeatable; default: the current folder)",
-    )
-    mcp.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
-    mcp.add_argument("--offline", action="store_true", help="do not use Ollama even if it answers")
+    _served_options(mcp, no_watch="do not refresh the indexes as files change")
     mcp.add_argument(
         "--http", type=_port, metavar="PORT", help="serve streamable HTTP on PORT instead of stdio"
     )
     mcp.add_argument(
         "--host", default="127.0.0.1", help="the address --http binds (default: 127.0.0.1)"
     )
-    mcp.add_argument(
-        "--no-watch", action="store_true", help="do not refresh the indexes as files change"
-    )
     mcp.set_defaults(func=cmd_mcp)
+
+    serve = sub.add_parser(
+        "serve",
+        help="keep indexes warm for `arela ask` from the shell (until Ctrl-C)",
+        description="Opens each repository's index once and answers the `arela ask` of the same "
+        "index and settings over a socket in a private folder of yours ($XDG_RUNTIME_DIR/arela "
+        "or /tmp/arela-UID): the answer a cold ask would print, in a fraction of its time. The "
+        "index is refreshed as files are saved and before any answer to a changed repository.",
+    )
+    _served_options(
+        serve, no_watch="refresh only when an ask finds the repository changed, not as files change"
+    )
+    serve.add_argument(
+        "--top-k",
+        type=_positive,
+        default=None,
+        help="serve the asks given this --top-k (default: those given none)",
+    )
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 
@@ -390,6 +359,31 @@ def _repo_options(parser: argparse.ArgumentParser, *, offline: str, json: str) -
     parser.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
     parser.add_argument("--offline", action="store_true", help=offline)
     parser.add_argument("--json", action="store_true", help=json)
+
+
+def _served_options(parser: argparse.ArgumentParser, *, no_watch: str) -> None:
+    """--repo (repeatable), --persist-dir, --offline and --no-watch, shared by the servers."""
+    parser.add_argument(
+        "--repo",
+        action="append",
+        metavar="PATH",
+        help="a repository to serve (repeatable; default: the current folder)",
+    )
+    parser.add_argument("--persist-dir", help="where its index is (default: REPO/.arela)")
+    parser.add_argument(
+        "--offline", action="store_true", help="do not use Ollama even if it answers"
+    )
+    parser.add_argument("--no-watch", action="store_true", help=no_watch)
+
+
+def _served_repos(args: argparse.Namespace) -> list[str]:
+    """The repositories a server is given (the current folder by default)."""
+    repos: list[str] = args.repo or ["."]
+    if args.persist_dir and len(repos) > 1:
+        from arela_index.errors import ArelaError
+
+        raise ArelaError("--persist-dir names one index: give it with a single --repo")
+    return repos
 
 
 def _positive(text: str) -> int:
@@ -429,26 +423,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     func: Callable[[argparse.Namespace], int] = args.func
-    from arela_index.errors import ArelaError, printable, visible
+    from arela_index.errors import ArelaError
 
     try:
         return func(args)
-    except ArelaError as exc:
-        print(f"arela: {visible(str(exc), lines=False)}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("arela: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if os.environ.get("ARELA_DEBUG"):
+        if os.environ.get("ARELA_DEBUG") and not isinstance(exc, ArelaError):
             raise
-        # Its text may quote bytes of some file: escaped and cut, it stays one readable line.
-        print(
-            f"arela: unexpected {type(exc).__name__}: {printable(str(exc))} "
-            "(set ARELA_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
+        line, code = failure(exc)
+        print(line, file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -98,6 +98,9 @@ class LiveIndex:
         self._wanted = threading.Event()
         self._busy = threading.Event()
         self._stopped = threading.Event()
+        # Refreshes begun and finished, for `current` to wait on the one that sees a change.
+        self._attempts = threading.Condition()
+        self._begun = self._finished = 0
         self._started = time.perf_counter()
 
     def start(self, watch: bool = True) -> None:
@@ -131,6 +134,41 @@ class LiveIndex:
         if self._generation is None:
             raise ArelaError(self._unopened or f"the index of {self.root} could not be opened")
         return self._generation
+
+    def opened(self, wait: float | None) -> bool:
+        """Whether the index has been opened (or failed to), waiting at most `wait` seconds."""
+        return self._opened.wait(wait)
+
+    def current(self, wait: float) -> Generation | None:
+        """The generation, if it is what a build would make of the repository now (and the index
+        on disk is the one it read); after a change, refreshed first, waiting at most `wait`
+        seconds. None while the index is still being opened, after a refresh that failed, or
+        when none made it current in time."""
+        deadline = time.monotonic() + wait
+        while self._opened.is_set() and not self._stopped.is_set():
+            generation = self._generation
+            if generation is None:
+                return None
+            if self._is_current(generation):
+                return generation
+            with self._attempts:
+                begun = self._begun  # the next refresh begins after this change was made
+                self.changed()
+                while self._finished <= begun:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return None
+                    self._attempts.wait(left)
+            if self.problem:
+                return None
+        return None
+
+    def _is_current(self, generation: Generation) -> bool:
+        index = generation.index
+        try:
+            return current_build_or_none(self.persist_dir) == index.folder and not index.staleness()
+        except ArelaError:
+            return False  # a refresh says what is wrong, or mends it
 
     @property
     def refreshing(self) -> bool:
@@ -172,15 +210,9 @@ class LiveIndex:
         if watch:
             self.watcher = Watcher(self.root, [self.persist_dir], self.changed)
             self.watcher.start()
-        if self._stale(generation.index):
+        if not self._is_current(generation):
             self.changed()
         self._refresh_loop()
-
-    def _stale(self, index: ArelaIndex) -> bool:
-        try:
-            return bool(index.staleness())
-        except ArelaError:
-            return True  # the refresh says what is wrong, or mends it
 
     def _refresh_loop(self) -> None:
         failures, unswept = 0, False
@@ -200,6 +232,8 @@ class LiveIndex:
                 continue
             self._wanted.clear()
             self._busy.set()
+            with self._attempts:
+                self._begun += 1
             try:
                 unswept |= self._refresh()
                 failures, self.problem = 0, None
@@ -213,6 +247,9 @@ class LiveIndex:
                 log.warning("arela mcp: %s", self.problem.removeprefix("note: "))
             finally:
                 self._busy.clear()
+                with self._attempts:
+                    self._finished += 1
+                    self._attempts.notify_all()
 
     def _refresh(self) -> bool:
         """Refresh into a new generation and swap it in; False when nothing the index holds

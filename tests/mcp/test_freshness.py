@@ -14,20 +14,12 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install '
 
 from support.gitrepo import GitRepo
 from support.harness import build_many_modules, module_file
-from support.mcp_server import HttpServer, called, eventually, http_session, until
+from support.mcp_server import REFUND, HttpServer, called, eventually, http_session, until
 
 from arela_index.index import ArelaIndex
 from arela_index.indexing.persist import build_lock, current_build
 
 pytestmark = pytest.mark.slow  # servers in subprocesses, refreshed as files change
-
-REFUND = (
-    "from shop.cart import checkout\n\n\n"
-    "def handle_order(request):\n"
-    "    return checkout(request)\n\n\n"
-    "def refund(request):\n"
-    "    return -checkout(request)\n"
-)
 
 
 def test_a_saved_file_and_a_new_commit_reach_the_answers(

@@ -46,6 +46,14 @@ SHOP = {
         "    return checkout(request)\n"
     ),
 }
+# SHOP's shop/api.py with a second caller of checkout: an edit a refresh must see.
+REFUND = (
+    "from shop.cart import checkout\n\n\n"
+    "def handle_order(request):\n"
+    "    return checkout(request)\n\n\n"
+    "def refund(request):\n"
+    "    return -checkout(request)\n"
+)
 WEATHER = {
     "weather/__init__.py": "",
     "weather/forecast.py": (
