@@ -193,7 +193,7 @@ class SparseIndex:
             remap[used] = [number[reused.vocab[i]] for i in used.tolist()]
         # Ascending within a document, so the indexes' sorts are linear (a refresh reuses the
         # saved ids: the vocabulary's renumbering keeps their order).
-        fresh = (sorted([number[t] for t in doc]) for doc in docs if not isinstance(doc, int))
+        fresh = (sorted(map(number.__getitem__, doc)) for doc in docs if not isinstance(doc, int))
         saved = (reused.ids, reused.counts) if reused is not None else None
         ids, counts = _joined(docs, fresh, saved, remap)
         falls = np.flatnonzero(ids[1:] < ids[:-1]) + 1

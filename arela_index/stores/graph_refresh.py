@@ -19,7 +19,7 @@ from typing import Any
 from arela_index.errors import corrupt
 from arela_index.parsing.symbols import Definition, FileSymbols
 from arela_index.stores.graph_resolve import Edge, Resolver
-from arela_index.stores.graph_table import TABLE_FILE, patch_table
+from arela_index.stores.graph_table import TABLE_FILE, compact_json, patch_table
 from arela_index.stores.links import link_file
 
 SYMBOLS_FILE = "symbols.json"
@@ -105,7 +105,7 @@ def _splice(old: Path, new: Path, entries: dict[str, dict[str, Any]]) -> bool:
                 )
                 if found is not None and (path := json.loads(found.group(1))) in entries:
                     body = line.rstrip(b",\n")
-                    line = _dumps(entries[path]).encode() + line[len(body) :]
+                    line = compact_json(entries[path]).encode() + line[len(body) :]
                     replaced += 1
                 out.write(line)
     except (OSError, ValueError):
@@ -188,17 +188,13 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("{")
         for n, key in enumerate(sorted(data)):
-            fh.write(("," if n else "") + _dumps(key) + ":")
+            fh.write(("," if n else "") + compact_json(key) + ":")
             value = data[key]
             if isinstance(value, (dict, str, int, float, bool)) or value is None:
-                fh.write(_dumps(value))
+                fh.write(compact_json(value))
                 continue
             fh.write("[")
             for i, item in enumerate(value):
-                fh.write((",\n" if i else "\n") + _dumps(item))
+                fh.write((",\n" if i else "\n") + compact_json(item))
             fh.write("\n]")
         fh.write("}")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

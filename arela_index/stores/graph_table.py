@@ -48,18 +48,18 @@ def write_table(graph: nx.MultiDiGraph, path: Path) -> None:
         conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         conn.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [("format", str(FORMAT)), ("graph", _dumps(graph.graph))],
+            [("format", str(FORMAT)), ("graph", compact_json(graph.graph))],
         )
         conn.executemany(
             "INSERT INTO nodes VALUES (?, ?, ?, ?, ?)",
             (
-                (n, a.get("kind"), _last(n), a.get("path"), _dumps(a))
+                (n, a.get("kind"), _last(n), a.get("path"), compact_json(a))
                 for n, a in graph.nodes(data=True)
             ),
         )
         conn.executemany(
             "INSERT INTO edges VALUES (?, ?, ?, ?)",
-            ((u, v, k, _dumps(d)) for u, v, k, d in graph.edges(keys=True, data=True)),
+            ((u, v, k, compact_json(d)) for u, v, k, d in graph.edges(keys=True, data=True)),
         )
         conn.executescript(_INDEXES)
         conn.commit()
@@ -92,14 +92,14 @@ def patch_table(
             if not isinstance(data, dict) or data.get("count") != old_count:
                 return _undo(conn, new)  # shared with another file: its first line may be theirs
             data.update(line=line, resolved=resolved, count=count)
-            conn.execute("UPDATE edges SET data = ? WHERE rowid = ?", (_dumps(data), row[0]))
+            conn.execute("UPDATE edges SET data = ? WHERE rowid = ?", (compact_json(data), row[0]))
         for name, attrs in nodes.items():
             row = conn.execute("SELECT data FROM nodes WHERE name = ?", (name,)).fetchone()
             data = json.loads(row[0]) if row else None
             if not isinstance(data, dict):
                 return _undo(conn, new)
             data.update(attrs)
-            conn.execute("UPDATE nodes SET data = ? WHERE name = ?", (_dumps(data), name))
+            conn.execute("UPDATE nodes SET data = ? WHERE name = ?", (compact_json(data), name))
         conn.commit()
     except (sqlite3.Error, ValueError):
         return _undo(conn, new)
@@ -251,5 +251,6 @@ def _line(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# Compact JSON with sorted keys, the same bytes for the same value; one encoder for every row
+# (`json.dumps` with options makes an encoder per call: a fifth of writing scipy's 190,000 rows).
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
+import bm25s
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
@@ -13,6 +15,7 @@ from arela_index.text.stem import stem
 from arela_index.text.tokens import (
     INDEX_STOPWORDS,
     STOPWORDS,
+    expand_identifiers,
     index_terms,
     search_terms,
     tokenize,
@@ -72,6 +75,26 @@ def test_one_word_pattern_for_the_index_the_question_and_the_history() -> None:
     # A word's identifiers: `0x1F` holds `0` and `x1F`; a compound splits into its parts.
     assert words("parseConfig(0x1F)") == ["parseConfig", "0", "x1F"]
     assert index_terms("parseConfig") == ["parseconfig", "pars", "config"]
+
+
+def test_any_text_gets_the_terms_the_stock_retriever_reads_in_it() -> None:
+    # ASCII words among other characters (a chunk's header has a `·`) are read word by word;
+    # a text whose words lower differently in place (a final sigma, `İ`) is lowered whole.
+    texts = [
+        "pkg/a.py:1-9 · function parseConfig — HTTPServer_v2(path) “the” 0x1F",
+        "İstanbul·parseConfig naïve ΟΔΟΣ'Α getX ΣΑΣ x1",
+        "ǅungla ﬃ ẞtraße snake_case_name Abc1Def",
+    ]
+    stock = bm25s.tokenize(
+        [expand_identifiers(t) for t in texts],
+        stopwords="en",
+        stemmer=Stemmer.Stemmer("english"),
+        return_ids=False,
+        show_progress=False,
+    )
+    for text, expected in zip(texts, stock, strict=True):
+        assert Counter(index_terms(text)) == Counter(expected)
+        assert index_terms(text) == index_terms(text)  # words already read: the same terms
 
 
 def test_the_selector_stems_as_the_code_memory_does() -> None:
