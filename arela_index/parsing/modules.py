@@ -1,7 +1,11 @@
 """The dotted module name a file's symbols live under, from its path and language.
 
-Module names: a Python file is named by its import path (`src/click/core.py` -> `click.core`,
-`pkg/__init__.py` -> `pkg`), with a leading `src/` dropped as a source root. Any other file is
+Module names: a Python file is named as Python imports it: by its chain of packages (folders
+holding an `__init__.py`) up to the top one, whose parent folder is its source root
+(`lib/sqlalchemy/util/compat.py` -> `sqlalchemy.util.compat`, `pkg/__init__.py` -> `pkg`; see
+`python_modules`, which the scan applies). A Python file outside any package is named by its path,
+a leading `src/` dropped above a folder (`src/tools/run.py` -> `tools.run`; `tests/test_x.py` ->
+`tests.test_x`). Any other file is
 named by its path without the extension, folders joined by dots (`web/app/main.js` ->
 `web.app.main`); a C/C++ header keeps a `_h` mark (`include/util.h` -> `include.util_h`) so it
 does not collide with the `.c` file of the same name. A Go package is its folder, so every file
@@ -21,6 +25,8 @@ named by their modules and classes alone (`Sinatra::Base#route` -> `Sinatra.Base
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -56,6 +62,57 @@ def module_name(path: str, language: str) -> str:
         parts.append(stem)
     name = ".".join(_NOT_IDENT.sub("_", p) for p in parts if p)
     return name or _NOT_IDENT.sub("_", stem) or "_"
+
+
+_PYTHON = frozenset({".py", ".pyi", ".pyw"})
+_PACKAGE_MARKS = frozenset({"__init__.py", "__init__.pyi"})
+
+
+def python_modules(paths: Iterable[str]) -> dict[str, str]:
+    """The module each Python file among a repository's `paths` is imported as, by the packages
+    those paths make (pytest's and Python's rule: the folder above a file's top package is its
+    source root); a file outside any package keeps its path name (`module_name`).
+
+    A package tree is named so only when no other file already bears one of its names by path,
+    and no tree of the same top name has a shallower root (or, as deep, an earlier path): else
+    it keeps its path names, whole, so no two files share a name that their paths tell apart,
+    and a relative import inside it still means its own modules.
+
+    >>> names = python_modules(["lib/pkg/__init__.py", "lib/pkg/sub/__init__.py",
+    ...                         "lib/pkg/sub/mod.py", "tests/test_x.py"])
+    >>> names["lib/pkg/sub/mod.py"], names["lib/pkg/__init__.py"], names["tests/test_x.py"]
+    ('pkg.sub.mod', 'pkg', 'tests.test_x')
+    >>> python_modules(["foo/__init__.py", "tests/foo/__init__.py"])["tests/foo/__init__.py"]
+    'tests.foo'
+    """
+    files = sorted(p for p in paths if PurePosixPath(p).suffix in _PYTHON)
+    by_path = {p: module_name(p, "python") for p in files}
+    packages = {
+        str(PurePosixPath(p).parent) for p in files if PurePosixPath(p).name in _PACKAGE_MARKS
+    }
+    packages.discard(".")  # the repository's own folder is a source root, never a package
+    trees: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
+    for path in files:
+        pure = PurePosixPath(path)
+        folders = pure.parent.parts
+        top = len(folders)
+        while top and "/".join(folders[:top]) in packages:
+            top -= 1
+        if top == len(folders):
+            continue  # not inside a package
+        parts = [*folders[top:], *([pure.stem] if pure.stem != "__init__" else [])]
+        trees[folders[: top + 1]].append((path, ".".join(_NOT_IDENT.sub("_", p) for p in parts)))
+    held = Counter(by_path.values())
+    named: set[str] = set()
+    for top_folder in sorted(trees, key=lambda folders: (len(folders), folders)):
+        members = trees[top_folder]
+        own = Counter(by_path[path] for path, _ in members)
+        top_name = _NOT_IDENT.sub("_", top_folder[-1])
+        if top_name in named or any(held[name] > own[name] for _, name in members):
+            continue
+        named.add(top_name)
+        by_path.update(members)
+    return by_path
 
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)
