@@ -456,8 +456,10 @@ def _build_scanned(
 def _changes(before: dict[str, str], scan: ScanResult) -> Changes:
     """The files to read again: those whose content changed, and the Python files an added or
     removed `__init__.py` renamed (their symbols' names and chunks name their module), as the
-    previous build's paths name them and the scan's do now."""
+    previous build's paths name them and the scan's do now (names follow the paths alone)."""
     changes = Changes.between(before, {f.path: f.sha256 for f in scan.files})
+    if before.keys() == {f.path for f in scan.files}:
+        return changes
     named = python_modules(before)
     renamed = {f.path for f in scan.files if f.path in named and named[f.path] != f.module}
     return Changes(changes.changed | renamed, changes.deleted) if renamed else changes

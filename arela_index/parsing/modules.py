@@ -64,7 +64,7 @@ def module_name(path: str, language: str) -> str:
     return name or _NOT_IDENT.sub("_", stem) or "_"
 
 
-_PYTHON = frozenset({".py", ".pyi", ".pyw"})
+_PYTHON = (".py", ".pyi", ".pyw")
 _PACKAGE_MARKS = frozenset({"__init__.py", "__init__.pyi"})
 
 
@@ -85,7 +85,7 @@ def python_modules(paths: Iterable[str]) -> dict[str, str]:
     >>> python_modules(["foo/__init__.py", "tests/foo/__init__.py"])["tests/foo/__init__.py"]
     'tests.foo'
     """
-    files = sorted(p for p in paths if PurePosixPath(p).suffix in _PYTHON)
+    files = sorted(p for p in paths if p.endswith(_PYTHON))
     by_path = {p: module_name(p, "python") for p in files}
     packages = {
         str(PurePosixPath(p).parent) for p in files if PurePosixPath(p).name in _PACKAGE_MARKS
