@@ -24,6 +24,10 @@ LIB: dict[str, str | bytes] = {
     "lib/pkg/sub/other.py": (
         "from .mod import func\nfrom .. import sub\n\n\ndef use():\n    return func()\n"
     ),
+    # Syntax newer than Python 3.11 (parsed by tree-sitter there): its relative import too.
+    "lib/pkg/sub/modern.py": (
+        'from .mod import func\n\n\ndef show(d):\n    return f"{d["k"]}" + str(func())\n'
+    ),
     "tests/test_mod.py": (
         "from pkg.sub import mod\n\n\ndef test_func():\n    assert mod.func() == 1\n"
     ),
@@ -52,7 +56,11 @@ def test_a_package_under_lib_is_named_and_called_as_it_is_imported(tmp_path: Pat
     assert func is not None and func["path"] == "lib/pkg/sub/mod.py"
     assert graph.symbol("lib.pkg.sub.mod.func") is None
     # The test calls it through an absolute import, a sibling through a relative one.
-    assert _callers(graph, "pkg.sub.mod.func") == {"tests.test_mod.test_func", "pkg.sub.other.use"}
+    assert _callers(graph, "pkg.sub.mod.func") == {
+        "tests.test_mod.test_func",
+        "pkg.sub.other.use",
+        "pkg.sub.modern.show",
+    }
     importers = {link.symbol for link in graph.importers("pkg.sub.mod")}
     assert {"tests.test_mod", "pkg.sub.other", "pkg"} <= importers
     assert "pkg.sub" in {link.symbol for link in graph.imports("pkg.sub.other.use")}
