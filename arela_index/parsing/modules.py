@@ -74,7 +74,8 @@ def python_modules(paths: Iterable[str]) -> dict[str, str]:
     source root); a file outside any package keeps its path name (`module_name`).
 
     A package tree is named so only when no other file already bears one of its names by path,
-    and no tree of the same top name has a shallower root (or, as deep, an earlier path): else
+    and no other tree of the same top name comes first (more modules, then a shallower root,
+    then the path: a test fixture's `tests/data/pkg/` yields `pkg` to the package itself): else
     it keeps its path names, whole, so no two files share a name that their paths tell apart,
     and a relative import inside it still means its own modules.
 
@@ -104,7 +105,7 @@ def python_modules(paths: Iterable[str]) -> dict[str, str]:
         trees[folders[: top + 1]].append((path, ".".join(_NOT_IDENT.sub("_", p) for p in parts)))
     held = Counter(by_path.values())
     named: set[str] = set()
-    for top_folder in sorted(trees, key=lambda folders: (len(folders), folders)):
+    for top_folder in sorted(trees, key=lambda top: (-len(trees[top]), len(top), top)):
         members = trees[top_folder]
         own = Counter(by_path[path] for path, _ in members)
         top_name = _NOT_IDENT.sub("_", top_folder[-1])
