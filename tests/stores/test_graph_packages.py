@@ -44,6 +44,12 @@ def _index(root: Path, persist: Path, refresh: bool = False) -> GraphStore:
     return ArelaIndex.load(persist, offline=True).graph
 
 
+def _chunk_symbols(persist: Path) -> list[tuple[str, str]]:
+    """The code memory's chunks by file and symbol: a chunk names its symbol's module too."""
+    chunks = ArelaIndex.load(persist, offline=True).code.chunks
+    return sorted((c.metadata["file_path"], c.metadata["symbol"] or "") for c in chunks)
+
+
 def _callers(graph: GraphStore, qualname: str) -> set[str]:
     return {link.symbol for link in graph.callers(qualname) if link.resolved}
 
@@ -117,6 +123,8 @@ def test_a_refresh_after_an_init_file_comes_or_goes_is_the_full_builds(tmp_path:
     full = tmp_path / "full"
     _index(repo.root, full)
     assert graph_files(refreshed) == graph_files(full)
+    assert ("lib/pkg/sub/mod.py", "pkg.sub.mod.func") in _chunk_symbols(refreshed)
+    assert _chunk_symbols(refreshed) == _chunk_symbols(full)
 
     repo.delete("lib/pkg/__init__.py")
     repo.commit({}, "no package")
@@ -126,3 +134,4 @@ def test_a_refresh_after_an_init_file_comes_or_goes_is_the_full_builds(tmp_path:
     again = tmp_path / "again"
     _index(repo.root, again)
     assert graph_files(refreshed) == graph_files(again)
+    assert _chunk_symbols(refreshed) == _chunk_symbols(again)
