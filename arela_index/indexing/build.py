@@ -461,7 +461,7 @@ def _changes(before: dict[str, str], scan: ScanResult) -> Changes:
     if before.keys() == {f.path for f in scan.files}:
         return changes
     named = python_modules(before)
-    renamed = {f.path for f in scan.files if f.path in named and named[f.path] != f.module}
+    renamed = {f.path for f in scan.files if f.path in before and named.get(f.path) != f.module}
     return Changes(changes.changed | renamed, changes.deleted) if renamed else changes
 
 

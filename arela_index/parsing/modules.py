@@ -65,13 +65,14 @@ def module_name(path: str, language: str) -> str:
 
 
 _PYTHON = (".py", ".pyi", ".pyw")
-_PACKAGE_MARKS = frozenset({"__init__.py", "__init__.pyi"})
+_PACKAGE_MARKS = frozenset({"__init__.py"})  # a stub-only `__init__.pyi` is no package
 
 
 def python_modules(paths: Iterable[str]) -> dict[str, str]:
     """The module each Python file among a repository's `paths` is imported as, by the packages
     those paths make (pytest's and Python's rule: the folder above a file's top package is its
-    source root); a file outside any package keeps its path name (`module_name`).
+    source root), for the files it differs from their path name (`module_name`, which names
+    every other one, a file outside any package among them).
 
     A package tree is named so only when no other file already bears one of its names by path,
     and no other tree of the same top name comes first (more modules, then a shallower root,
@@ -79,41 +80,69 @@ def python_modules(paths: Iterable[str]) -> dict[str, str]:
     it keeps its path names, whole, so no two files share a name that their paths tell apart,
     and a relative import inside it still means its own modules.
 
-    >>> names = python_modules(["lib/pkg/__init__.py", "lib/pkg/sub/__init__.py",
-    ...                         "lib/pkg/sub/mod.py", "tests/test_x.py"])
-    >>> names["lib/pkg/sub/mod.py"], names["lib/pkg/__init__.py"], names["tests/test_x.py"]
-    ('pkg.sub.mod', 'pkg', 'tests.test_x')
-    >>> python_modules(["foo/__init__.py", "tests/foo/__init__.py"])["tests/foo/__init__.py"]
-    'tests.foo'
+    >>> python_modules(["lib/pkg/__init__.py", "lib/pkg/sub/__init__.py", "lib/pkg/sub/mod.py",
+    ...                 "src/app/__init__.py", "tests/test_x.py"])
+    {'lib/pkg/__init__.py': 'pkg', 'lib/pkg/sub/__init__.py': 'pkg.sub', 'lib/pkg/sub/mod.py': 'pkg.sub.mod'}
+    >>> python_modules(["foo/__init__.py", "tests/foo/__init__.py"])
+    {}
     """
     files = sorted(p for p in paths if p.endswith(_PYTHON))
-    by_path = {p: module_name(p, "python") for p in files}
-    packages = {
-        str(PurePosixPath(p).parent) for p in files if PurePosixPath(p).name in _PACKAGE_MARKS
-    }
-    packages.discard(".")  # the repository's own folder is a source root, never a package
+    packages = {p.rpartition("/")[0] for p in files if p.rpartition("/")[2] in _PACKAGE_MARKS}
+    packages.discard("")  # the repository's own folder is a source root, never a package
     trees: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
-    for path in files:
-        pure = PurePosixPath(path)
-        folders = pure.parent.parts
-        top = len(folders)
+    for path in files if packages else ():
+        folder, _, name = path.rpartition("/")
+        if folder not in packages:
+            continue  # not inside a package
+        folders = folder.split("/")
+        top = len(folders) - 1
         while top and "/".join(folders[:top]) in packages:
             top -= 1
-        if top == len(folders):
-            continue  # not inside a package
-        parts = [*folders[top:], *([pure.stem] if pure.stem != "__init__" else [])]
-        trees[folders[: top + 1]].append((path, ".".join(_NOT_IDENT.sub("_", p) for p in parts)))
+        stem = _stem(name)
+        parts = [*folders[top:], *([stem] if stem != "__init__" else [])]
+        trees[tuple(folders[: top + 1])].append((path, ".".join(map(_identifier, parts))))
+    if not trees:
+        return {}
+    # The path names that may equal a tree's names: those of the files named as a tree's name
+    # ends (a full path name is made only for them).
+    wanted = {name for members in trees.values() for _, name in members}
+    ends = {name.rpartition(".")[2] for name in wanted}
+    by_path = {
+        p: name
+        for p in files
+        if _last_name(p) in ends and (name := module_name(p, "python")) in wanted
+    }
     held = Counter(by_path.values())
     named: set[str] = set()
+    out: dict[str, str] = {}
     for top_folder in sorted(trees, key=lambda top: (-len(trees[top]), len(top), top)):
         members = trees[top_folder]
-        own = Counter(by_path[path] for path, _ in members)
-        top_name = _NOT_IDENT.sub("_", top_folder[-1])
-        if top_name in named or any(held[name] > own[name] for _, name in members):
+        own = Counter(by_path[path] for path, _ in members if path in by_path)
+        if _identifier(top_folder[-1]) in named or any(held[n] > own[n] for _, n in members):
             continue
-        named.add(top_name)
-        by_path.update(members)
-    return by_path
+        named.add(_identifier(top_folder[-1]))
+        out.update((path, name) for path, name in members if by_path.get(path) != name)
+    return dict(sorted(out.items()))
+
+
+def _identifier(part: str) -> str:
+    return _NOT_IDENT.sub("_", part)
+
+
+def _stem(name: str) -> str:
+    """A file name without its suffix, as `PurePosixPath.stem` has it, without making one."""
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
+def _last_name(path: str) -> str:
+    """The last part of a Python file's path name (`module_name`): its stem, or its folder's
+    name for an `__init__.py`."""
+    folder, _, name = path.rpartition("/")
+    stem = _stem(name)
+    if stem == "__init__" and folder:
+        stem = folder.rpartition("/")[2]
+    return _identifier(stem)
 
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)
