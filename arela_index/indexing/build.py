@@ -38,6 +38,7 @@ from arela_index.indexing.persist import (
 from arela_index.ingest.changes import Changes
 from arela_index.ingest.scanner import ScanResult, SourceFile, resolve_root, scan_repository
 from arela_index.llm.runtime import EmbeddingPlan, Runtime, say_offline_once
+from arela_index.parsing.modules import python_modules
 from arela_index.parsing.symbols import PARSER_VERSION, FileSymbols
 from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
@@ -398,8 +399,7 @@ def _build_scanned(
     say_offline_once(config, runtime)  # on stderr, once; the summary's first line says "offline"
     with build_lock(persist_dir):
         previous = _load_previous(persist_dir, root) if refresh else None
-        hashes = {f.path: f.sha256 for f in scan.files}
-        changes = Changes.between(previous.manifest.files, hashes) if previous else None
+        changes = _changes(previous.manifest.files, scan) if previous else None
         # Vectors are reused by chunk text from the live build, a refresh's or not.
         kept = plan.info is not None and plan.reuse
         vectors = previous or (_live(persist_dir, root) if kept else None)
@@ -451,6 +451,18 @@ def _build_scanned(
         timings={k: round(v, 3) for k, v in timings.items()},
         embedding_changed=None if plan.reuse else plan.note,
     )
+
+
+def _changes(before: dict[str, str], scan: ScanResult) -> Changes:
+    """The files to read again: those whose content changed, and the Python files an added or
+    removed `__init__.py` renamed (their symbols' names and chunks name their module), as the
+    previous build's paths name them and the scan's do now (names follow the paths alone)."""
+    changes = Changes.between(before, {f.path: f.sha256 for f in scan.files})
+    if before.keys() == {f.path for f in scan.files}:
+        return changes
+    named = python_modules(before)
+    renamed = {f.path for f in scan.files if f.path in before and named.get(f.path) != f.module}
+    return Changes(changes.changed | renamed, changes.deleted) if renamed else changes
 
 
 def _count_name_stems(folder: Path, scan: ScanResult, previous: _Previous | None) -> None:

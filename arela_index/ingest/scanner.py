@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import pathspec
@@ -27,6 +27,7 @@ from arela_index.ingest.credentials import (
 from arela_index.ingest.inside import Folder, LinkOnPath, read_file_nofollow, read_inside
 from arela_index.ingest.languages import detect_language, detect_script
 from arela_index.ingest.notebooks import notebook_text
+from arela_index.parsing.modules import python_modules
 
 # Folders never worth reading: tooling, dependencies, build output, our own index.
 _SKIP_DIRS = {
@@ -98,6 +99,9 @@ class SourceFile:
     content: str | None = None  # the path whose bytes are indexed, when not `path` (a symlink)
     identity: tuple[int, int] | None = None
     redact: bool = False  # secrets are excluded: its text loses a URL's password (`read_text`)
+    # A Python file's module as the repository's packages name it (`python_modules`, applied by
+    # the scan); None: named by its path alone.
+    module: str | None = None
 
     @property
     def root(self) -> Path:
@@ -336,6 +340,10 @@ def scan_repository(
                     result.stats[rel] = key
             elif verdict != "tooling":
                 result.skipped.append(Skipped(rel, verdict))
+    modules = python_modules(f.path for f in result.files)
+    result.files = [
+        replace(f, module=modules[f.path]) if f.path in modules else f for f in result.files
+    ]
     return result
 
 

@@ -11,12 +11,15 @@ from arela_index.parsing.python import SYNTAX_ERROR, parse_python
 from arela_index.parsing.symbols import CRASH_MARK, FileSymbols
 
 
-def parse_text(path: str, language: str, text: str, root: Path | None = None) -> FileSymbols:
+def parse_text(
+    path: str, language: str, text: str, root: Path | None = None, module: str | None = None
+) -> FileSymbols:
     """Symbols of `text` as if it were the file at `path` (in the repository at `root`, whose
-    build manifests name Rust crates) written in `language`."""
+    build manifests name Rust crates) written in `language`, under `module` when the scan named
+    it (a Python file in a package: `SourceFile.module`)."""
     from arela_index.parsing.treesitter import parse_treesitter, supports
 
-    module = module_of(path, language, text, root)
+    module = module or module_of(path, language, text, root)
 
     if language == "python":
         parsed = parse_python(path, module, text)
@@ -43,12 +46,13 @@ def extract_symbols(file: SourceFile, text: str) -> FileSymbols:
     """
     try:
         depth = len(PurePosixPath(file.path).parts)
-        return parse_text(file.path, file.language, text, file.abs_path.parents[depth - 1])
+        root = file.abs_path.parents[depth - 1]
+        return parse_text(file.path, file.language, text, root, file.module)
     except Exception as exc:
         return FileSymbols(
             path=file.path,
             language=file.language,
-            module=module_name(file.path, file.language),
+            module=file.module or module_name(file.path, file.language),
             error=f"{CRASH_MARK}{type(exc).__name__}: {printable(str(exc), 120)}",
         )
 

@@ -150,12 +150,13 @@ def read_import(language: str, node: Node, path: str, module: str = "") -> list[
         body = re.sub(r"^use (function |const )?", "", text)
         return _from_paths(_expand(body, "\\"), "\\", line, "*")
     if language == "python":
-        return _python_import(text, path, line)
+        return _python_import(text, path, line, module)
     return []
 
 
-def _python_import(text: str, path: str, line: int) -> list[ImportFound]:
-    """`import a.b as c, d` or `from ..a import (b as c, d)`; relative ones from `path`."""
+def _python_import(text: str, path: str, line: int, module: str) -> list[ImportFound]:
+    """`import a.b as c, d` or `from ..a import (b as c, d)`; relative ones from the importing
+    file's `module` (its package when `path` is an `__init__.py`)."""
     text = text.replace("(", " ").replace(")", " ").replace("\\", " ")
     found = re.match(r"from\s+(\.*)\s*([\w.]*)\s+import\s+(.+)", text)
     if found is None:
@@ -164,7 +165,7 @@ def _python_import(text: str, path: str, line: int) -> list[ImportFound]:
     dots, base, names = found.groups()
     exact = bool(dots)
     if dots:
-        package = module_name(path, "python").split(".")
+        package = (module or module_name(path, "python")).split(".")
         if not path.endswith("__init__.py"):
             package = package[:-1]
         package = package[: len(package) - (len(dots) - 1)] if len(dots) > 1 else package

@@ -1,7 +1,11 @@
 """The dotted module name a file's symbols live under, from its path and language.
 
-Module names: a Python file is named by its import path (`src/click/core.py` -> `click.core`,
-`pkg/__init__.py` -> `pkg`), with a leading `src/` dropped as a source root. Any other file is
+Module names: a Python file is named as Python imports it: by its chain of packages (folders
+holding an `__init__.py`) up to the top one, whose parent folder is its source root
+(`lib/sqlalchemy/util/compat.py` -> `sqlalchemy.util.compat`, `pkg/__init__.py` -> `pkg`; see
+`python_modules`, which the scan applies). A Python file outside any package is named by its path,
+a leading `src/` dropped above a folder (`src/tools/run.py` -> `tools.run`; `tests/test_x.py` ->
+`tests.test_x`). Any other file is
 named by its path without the extension, folders joined by dots (`web/app/main.js` ->
 `web.app.main`); a C/C++ header keeps a `_h` mark (`include/util.h` -> `include.util_h`) so it
 does not collide with the `.c` file of the same name. A Go package is its folder, so every file
@@ -21,6 +25,8 @@ named by their modules and classes alone (`Sinatra::Base#route` -> `Sinatra.Base
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -56,6 +62,87 @@ def module_name(path: str, language: str) -> str:
         parts.append(stem)
     name = ".".join(_NOT_IDENT.sub("_", p) for p in parts if p)
     return name or _NOT_IDENT.sub("_", stem) or "_"
+
+
+_PYTHON = (".py", ".pyi", ".pyw")
+_PACKAGE_MARKS = frozenset({"__init__.py"})  # a stub-only `__init__.pyi` is no package
+
+
+def python_modules(paths: Iterable[str]) -> dict[str, str]:
+    """The module each Python file among a repository's `paths` is imported as, by the packages
+    those paths make (pytest's and Python's rule: the folder above a file's top package is its
+    source root), for the files it differs from their path name (`module_name`, which names
+    every other one, a file outside any package among them).
+
+    A package tree is named so only when no other file already bears one of its names by path,
+    and no other tree of the same top name comes first (more modules, then a shallower root,
+    then the path: a test fixture's `tests/data/pkg/` yields `pkg` to the package itself): else
+    it keeps its path names, whole, so no two files share a name that their paths tell apart,
+    and a relative import inside it still means its own modules.
+
+    >>> python_modules(["lib/pkg/__init__.py", "lib/pkg/sub/__init__.py", "lib/pkg/sub/mod.py",
+    ...                 "src/app/__init__.py", "tests/test_x.py"])
+    {'lib/pkg/__init__.py': 'pkg', 'lib/pkg/sub/__init__.py': 'pkg.sub', 'lib/pkg/sub/mod.py': 'pkg.sub.mod'}
+    >>> python_modules(["foo/__init__.py", "tests/foo/__init__.py"])
+    {}
+    """
+    files = sorted(p for p in paths if p.endswith(_PYTHON))
+    packages = {p.rpartition("/")[0] for p in files if p.rpartition("/")[2] in _PACKAGE_MARKS}
+    packages.discard("")  # the repository's own folder is a source root, never a package
+    trees: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
+    for path in files if packages else ():
+        folder, _, name = path.rpartition("/")
+        if folder not in packages:
+            continue  # not inside a package
+        folders = folder.split("/")
+        top = len(folders) - 1
+        while top and "/".join(folders[:top]) in packages:
+            top -= 1
+        stem = _stem(name)
+        parts = [*folders[top:], *([stem] if stem != "__init__" else [])]
+        trees[tuple(folders[: top + 1])].append((path, ".".join(map(_identifier, parts))))
+    if not trees:
+        return {}
+    # The path names that may equal a tree's names: those of the files named as a tree's name
+    # ends (a full path name is made only for them).
+    wanted = {name for members in trees.values() for _, name in members}
+    ends = {name.rpartition(".")[2] for name in wanted}
+    by_path = {
+        p: name
+        for p in files
+        if _last_name(p) in ends and (name := module_name(p, "python")) in wanted
+    }
+    held = Counter(by_path.values())
+    named: set[str] = set()
+    out: dict[str, str] = {}
+    for top_folder in sorted(trees, key=lambda top: (-len(trees[top]), len(top), top)):
+        members = trees[top_folder]
+        own = Counter(by_path[path] for path, _ in members if path in by_path)
+        if _identifier(top_folder[-1]) in named or any(held[n] > own[n] for _, n in members):
+            continue
+        named.add(_identifier(top_folder[-1]))
+        out.update((path, name) for path, name in members if by_path.get(path) != name)
+    return dict(sorted(out.items()))
+
+
+def _identifier(part: str) -> str:
+    return _NOT_IDENT.sub("_", part)
+
+
+def _stem(name: str) -> str:
+    """A file name without its suffix, as `PurePosixPath.stem` has it, without making one."""
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
+def _last_name(path: str) -> str:
+    """The last part of a Python file's path name (`module_name`): its stem, or its folder's
+    name for an `__init__.py`."""
+    folder, _, name = path.rpartition("/")
+    stem = _stem(name)
+    if stem == "__init__" and folder:
+        stem = folder.rpartition("/")[2]
+    return _identifier(stem)
 
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)

@@ -16,9 +16,10 @@ DEFINITION_KINDS = frozenset(
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "mixin"})
 CALLABLE_KINDS = frozenset({"function", "method"})
 # Raised whenever parsing names or finds symbols differently (2: Ruby, PHP, C#, Scala and Swift
-# named as their languages name them). A refresh of an index read by another version reads every
-# file again, so that one graph never mixes two namings.
-PARSER_VERSION = 2
+# named as their languages name them; 3: Python files named by their packages, `lib/pkg/a.py` as
+# `pkg.a`). A refresh of an index read by another version reads every file again, so that one
+# graph never mixes two namings.
+PARSER_VERSION = 3
 # How `FileSymbols.error` starts when the parser itself failed, not the file's syntax.
 CRASH_MARK = "parser failed: "
 

@@ -636,7 +636,7 @@ def _extract(source: SourceFile) -> FileSymbols:
         return FileSymbols(
             source.path,
             source.language,
-            module_name(source.path, source.language),
+            source.module or module_name(source.path, source.language),
             error=f"unreadable: {exc.strerror or exc}",
         )
     return extract_symbols(source, text)

@@ -4,11 +4,11 @@ or changed them (the graph is resolved anew): on a real git repository, edited a
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 from support.gitrepo import GitRepo
+from support.graph_repos import graph_files
 
 from arela_index.config import ArelaConfig
 from arela_index.index import ArelaIndex
@@ -66,19 +66,6 @@ def _build(root: Path, persist: Path, refresh: bool) -> None:
     build_index(root, config, detect(config), refresh=refresh)
 
 
-def _graph_files(persist: Path) -> tuple[list[str], bytes]:
-    """The graph table's rows in order (a patched table's pages differ, not its rows) and the
-    symbols file."""
-    folder = current_build(persist)
-    assert folder is not None
-    conn = sqlite3.connect(folder / "graph/graph.sqlite")
-    try:
-        rows = list(conn.iterdump())
-    finally:
-        conn.close()
-    return rows, (folder / "graph/symbols.json").read_bytes()
-
-
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_a_refreshed_graph_is_the_full_builds(tmp_path: Path, edit: str) -> None:
     repo = GitRepo(tmp_path / "repo")
@@ -89,7 +76,7 @@ def test_a_refreshed_graph_is_the_full_builds(tmp_path: Path, edit: str) -> None
     _build(repo.root, refreshed, refresh=True)
     full = tmp_path / "full"
     _build(repo.root, full, refresh=False)
-    assert _graph_files(refreshed) == _graph_files(full)
+    assert graph_files(refreshed) == graph_files(full)
 
 
 def test_after_an_edit_above_it_a_symbol_is_where_it_now_is(tmp_path: Path) -> None:

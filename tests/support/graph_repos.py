@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from support.gitrepo import GitRepo
 
+from arela_index.indexing.persist import current_build
 from arela_index.ingest.scanner import scan_repository
 from arela_index.stores.graph import GraphStore
 
@@ -350,3 +352,16 @@ def line_of(files: dict[str, str], path: str, snippet: str) -> int:
 def build_graph(repo: GitRepo, files: dict[str, str], folder: Path) -> GraphStore:
     repo.commit(dict(files), "fixture")
     return GraphStore.build(scan_repository(repo.root), folder)
+
+
+def graph_files(persist: Path) -> tuple[list[str], bytes]:
+    """The graph table's rows in order (a patched table's pages differ, not its rows) and the
+    symbols file of the index in `persist`: what tells two builds' graphs apart."""
+    folder = current_build(persist)
+    assert folder is not None
+    conn = sqlite3.connect(folder / "graph/graph.sqlite")
+    try:
+        rows = list(conn.iterdump())
+    finally:
+        conn.close()
+    return rows, (folder / "graph/symbols.json").read_bytes()
