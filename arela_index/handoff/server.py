@@ -33,7 +33,7 @@ log = logging.getLogger("arela_index.handoff")
 
 def serve(repos: Sequence[str], *, watch: bool = True, **settings: Any) -> int:
     """Serve the `arela ask` of `repos` until interrupted (Ctrl-C, SIGTERM); 0 then."""
-    lives = [LiveIndex(repo, **settings) for repo in repos]
+    lives = [LiveIndex(repo, "arela serve", **settings) for repo in repos]
     if len({live.persist_dir for live in lives}) != len(lives):
         raise ArelaError("the same repository is given twice: give each --repo once")
     folder = private_folder(create=True)

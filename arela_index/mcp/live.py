@@ -84,7 +84,8 @@ class LiveIndex:
     >>> live.generation.engine(8).query("who calls main?")  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path, **settings: Any) -> None:
+    def __init__(self, path: str | Path, command: str = "arela mcp", **settings: Any) -> None:
+        self.command = command  # the server its log lines name
         self.root = resolve_root(path)  # a bad path is refused now, not at the first call
         self.persist_dir = ArelaConfig().with_(**settings).persist_path(self.root)
         self.problem: str | None = None  # why the last refresh failed, until one succeeds
@@ -201,14 +202,18 @@ class LiveIndex:
             self._generation = generation
         except Exception as exc:  # every call says it; the server goes on with the others
             self._unopened = _line(exc)
-            log.warning("arela mcp: cannot open the index of %s: %s", self.root, self._unopened)
+            log.warning(
+                "%s: cannot open the index of %s: %s", self.command, self.root, self._unopened
+            )
             return
         finally:
             self._opened.set()
         gc.freeze()  # see _sweep
-        log.info("arela mcp: %s ready in %.2f s", self.root, time.perf_counter() - self._started)
+        log.info(
+            "%s: %s ready in %.2f s", self.command, self.root, time.perf_counter() - self._started
+        )
         if watch:
-            self.watcher = Watcher(self.root, [self.persist_dir], self.changed)
+            self.watcher = Watcher(self.root, [self.persist_dir], self.changed, self.command)
             self.watcher.start()
         if not self._is_current(generation):
             self.changed()
@@ -244,7 +249,7 @@ class LiveIndex:
                     f"from the index built {self.generation.built_at}; it is tried again shortly "
                     "and at the next change"
                 )
-                log.warning("arela mcp: %s", self.problem.removeprefix("note: "))
+                log.warning("%s: %s", self.command, self.problem.removeprefix("note: "))
             finally:
                 self._busy.clear()
                 with self._attempts:
@@ -266,7 +271,8 @@ class LiveIndex:
         self.refreshes += 1
         gc.freeze()  # the new generation out of the collector's sight; see _sweep
         log.info(
-            "arela mcp: refreshed %s in %.2f s (build %.2f s, warm %.2f s)",
+            "%s: refreshed %s in %.2f s (build %.2f s, warm %.2f s)",
+            self.command,
             self.root,
             time.perf_counter() - started,
             built - started,

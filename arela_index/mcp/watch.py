@@ -36,10 +36,17 @@ class Watcher:
     >>> watcher.start()                                                                     # doctest: +SKIP
     """
 
-    def __init__(self, root: Path, ignore: Sequence[Path], on_change: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        ignore: Sequence[Path],
+        on_change: Callable[[], None],
+        command: str = "arela mcp",
+    ) -> None:
         from watchfiles import DefaultFilter
 
         self.root = root
+        self.command = command  # the server its log lines name
         self.on_change = on_change
         self.problem: str | None = None
         self._git_dirs = _git_dirs(root)
@@ -109,7 +116,7 @@ class Watcher:
                 f"note: changes to {self.root} are not watched ({type(exc).__name__}: "
                 f"{printable(str(exc), 200)}); restart the server to see them"
             )
-            log.warning("arela mcp: %s", self.problem.removeprefix("note: "))
+            log.warning("%s: %s", self.command, self.problem.removeprefix("note: "))
 
 
 def _folders(top: Path, skipped: set[Path], names: Sequence[str]) -> list[Path]:

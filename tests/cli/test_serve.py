@@ -236,3 +236,26 @@ def test_without_a_server_or_for_other_settings_the_ask_is_cold(
     alone = ask(shop, "who calls checkout?")
     assert alone.code == 0 and alone.heavy != []
     assert alone.shown == ask(shop, "who calls checkout?", "--no-server").shown
+
+
+def test_what_the_served_index_logs_is_said_by_arela_serve(
+    shop: GitRepo, runtime: Path, tmp_path: Path
+) -> None:
+    assert main(["index", str(shop.root), "--offline"]) == 0
+    (cards,) = (shop.root / ".arela").glob("build-*/code/bm25_cards/params.index.json")
+    cards.write_text("{damaged", encoding="utf-8")
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "arela_index", "serve", "--repo", str(shop.root), "--offline"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        until(lambda: "cannot open the index" in log.read_text(errors="replace"), "the warning")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=WAIT)
+    (line,) = [x for x in log.read_text().splitlines() if "cannot open the index" in x]
+    assert line.startswith(f"arela serve: cannot open the index of {shop.root}")
