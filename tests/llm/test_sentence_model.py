@@ -62,5 +62,7 @@ def test_the_vectors_stay_the_same_when_a_busy_process_optimizes_the_model() -> 
     model = SentenceModel(tokens=64)
     first = model.embed(texts)
     for _ in range(sentence_model.OPTIMIZE_AFTER // len(texts)):
-        model.embed(texts)  # past OPTIMIZE_AFTER: the optimized session answers from here on
+        model.embed(texts)  # past OPTIMIZE_AFTER: the optimized session is opened aside
+    assert model._optimizing is not None
+    model._optimizing.join()  # it answers from here on
     assert np.allclose(model.embed(texts), first, atol=1e-5)
