@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore
@@ -26,6 +27,7 @@ from arela_index.text.question import content_terms
 
 _CACHED = 20_000  # chunk vectors kept (30 MB): the index's engines ask about the same code again
 _ASKED = 64  # question vectors kept: each is read once per question, by several decisions
+T = TypeVar("T")
 
 
 class MeaningCheck:
@@ -43,6 +45,7 @@ class MeaningCheck:
     def __init__(self, model: SentenceModel | None = None) -> None:
         self._model = model
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._spans: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
         self._asked: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -89,16 +92,20 @@ class MeaningCheck:
         return best
 
     def _question(self, model: SentenceModel, question: str) -> np.ndarray:
+        return self._kept(self._asked, question, lambda: model.embed([question])[0], _ASKED)
+
+    def _kept(self, cache: OrderedDict[str, T], key: str, make: Callable[[], T], bound: int) -> T:
+        """`cache[key]`, made first if it is not kept; the `bound` last used are kept."""
         with self._lock:
-            if (kept := self._asked.get(question)) is not None:
-                self._asked.move_to_end(question)
+            if (kept := cache.get(key)) is not None:
+                cache.move_to_end(key)
                 return kept
-        asked = model.embed([question])[0]
+        made = make()
         with self._lock:
-            self._asked[question] = asked
-            while len(self._asked) > _ASKED:
-                self._asked.popitem(last=False)
-        return asked
+            cache[key] = made
+            while len(cache) > bound:
+                cache.popitem(last=False)
+        return made
 
     def _passages(
         self, model: SentenceModel, nodes: Sequence[NodeWithScore], stems: Sequence[str] | None
@@ -107,12 +114,13 @@ class MeaningCheck:
         question's `stems`, the window that holds most of them."""
         texts: dict[str, str] = {}
         for node in nodes:
+            key, content = _key(node), node.node.get_content()
             if stems is None:
-                texts[f"{_key(node)}:0"] = node.node.get_content()
+                texts[f"{key}:0"] = content
                 continue
-            windows = model.windows(node.node.get_content())
+            windows = [content[start:end] for start, end in self._windows(model, key, content)]
             at = _matched(windows, stems)
-            texts[f"{_key(node)}:{at}"] = windows[at]
+            texts[f"{key}:{at}"] = windows[at]
         keys = list(texts)
         with self._lock:
             missing = {k: texts[k] for k in keys if k not in self._vectors}
@@ -125,6 +133,11 @@ class MeaningCheck:
             while len(self._vectors) > _CACHED:
                 self._vectors.popitem(last=False)
         return passages
+
+    def _windows(self, model: SentenceModel, key: str, content: str) -> list[tuple[int, int]]:
+        """Where a chunk's windows are: another question about the same code reads another of
+        them, and tokenizing the whole chunk again cost more than reading its cached vector."""
+        return self._kept(self._spans, key, lambda: model.spans(content), _CACHED)
 
 
 def _matched(windows: Sequence[str], stems: Sequence[str]) -> int:
