@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
     from arela_index.selectors.arela_selector import ArelaSelector
+    from arela_index.stores.graph_table import GraphTable
 
 
 class ArelaIndex:
@@ -95,7 +96,7 @@ class ArelaIndex:
             self.notes.append(note)
         self._vector_store = self.config.vector_store
         self.notes.extend(self._vectors_state())
-        for made in ("vocabulary", "name_stems", "term_weights", "worktree_check"):
+        for made in ("vocabulary", "name_stems", "term_weights", "worktree_check", "_graph_table"):
             self.__dict__.pop(made, None)
 
     def _vectors_state(self) -> list[str]:
@@ -434,7 +435,28 @@ class ArelaIndex:
     def code_retriever(self, top_k: int | None = None) -> CodeMemoryRetriever:
         from arela_index.retrievers.code import CodeMemoryRetriever
 
-        return CodeMemoryRetriever(self.code, self.embed_model, top_k=self._top_k(top_k))
+        return CodeMemoryRetriever(
+            self.code, self.embed_model, top_k=self._top_k(top_k), callers=self._caller_files
+        )
+
+    def _caller_files(self, symbols: list[str]) -> dict[str, set[str]]:
+        """The files calling each of `symbols`, by the graph memory (none without one): a
+        question about tests ranks the tests that call the code it describes. Until the graph
+        is read, its table alone answers (checked against the manifest by itself)."""
+        from arela_index.stores.graph import table_caller_files
+
+        if "graph" not in self.available_memories():
+            return {}
+        if "graph" not in self._stores and self._graph_table is not None:
+            return table_caller_files(self._graph_table, symbols)
+        return self.graph.caller_files(symbols)
+
+    @cached_property
+    def _graph_table(self) -> GraphTable | None:
+        from arela_index.stores.graph_table import TABLE_FILE, GraphTable
+
+        table = f"graph/{TABLE_FILE}"
+        return self._light(lambda: GraphTable.open(self.folder / table), table)
 
     def graph_retriever(self, top_k: int | None = None) -> CodeGraphRetriever:
         from arela_index.retrievers.graph import CodeGraphRetriever

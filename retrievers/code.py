@@ -18,7 +18,7 @@ from arela_index.policy.model import PolicyTable
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code import CodeStore, embedding_failure
-from arela_index.stores.code_search import RRF_K, chunk_terms, fuse
+from arela_index.stores.code_search import RRF_K, Callers, chunk_terms, fuse
 from arela_index.stores.vectors import describe_store
 from arela_index.text.question import Question
 from arela_index.text.shape import read_question
@@ -105,7 +105,9 @@ class CodeMemoryRetriever(MemoryRetriever):
 
     Without an embedder (offline, no static model) it is sparse only. Scores are in [0, 1]: a
     chunk ranked first by both the sparse and the dense ranking scores 1.0, first by one of two
-    0.5. The embedder must be the model that made the store's vectors.
+    0.5. The embedder must be the model that made the store's vectors. `callers` (the graph
+    memory's `caller_files`) lets a question about tests rank the tests that call the code it
+    describes.
 
     >>> retriever = CodeMemoryRetriever(CodeStore.load(path), top_k=5)  # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]  # doctest: +SKIP
@@ -119,11 +121,13 @@ class CodeMemoryRetriever(MemoryRetriever):
         top_k: int = 8,
         candidates: int = CANDIDATES,
         callback_manager: CallbackManager | None = None,
+        callers: Callers | None = None,
     ) -> None:
         super().__init__(callback_manager)
         if top_k < 1:
             raise ArelaError(f"top_k must be at least 1, got {top_k}")
         self._store = store
+        self._callers = callers
         self.top_k = top_k
         self.failures: list[str] = []
         self._candidates = max(candidates, top_k)
@@ -198,7 +202,8 @@ class CodeMemoryRetriever(MemoryRetriever):
             and not report
             and self._about_tests.decide(self._search.test_evidence(question))
         )
-        return self._search.rank(question, candidates, source_first, about_tests)
+        callers = self._callers if about_tests else None
+        return self._search.rank(question, candidates, source_first, about_tests, callers)
 
     def _held(self, question: str, positions: Sequence[int]) -> list[float]:
         """The share of the question's weight each chunk holds: the idf of the question's

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -46,6 +46,13 @@ SHARES_FILE_RANK = 0.75
 # counts only for a question that ranks source first (what code does, a pasted report): for a
 # how-to question a guide, which has no card, would lose to code (at a weight of 0.5 as at 1).
 CARD_WEIGHT = 1.0
+# A question about tests ranks test files by the calls they make into the source it describes:
+# each of the TESTED_SYMBOLS best source chunks' symbols credits the test files calling it by
+# its rank among them times its idf over test files (called from a few says more than called
+# from all), a ranking of files of this weight beside the file ranking's 1 (0: none), fitted
+# leave-one-repository-out on the tune sets (scripts/fit_ranking.py).
+TESTED_WEIGHT = 0.25
+TESTED_SYMBOLS = 20
 # A question this long is an issue report or a pasted traceback: what fixes it is source code,
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
@@ -70,6 +77,10 @@ _TEST_PATH = re.compile(
     r"|(^|/)(test_[^/]*|tests?\.[^/.]+|[^/]*[_.-](test|tests|spec)\.[^/.]+|[^/]*Tests?\.[^/.]+"
     r"|conftest\.py)$"
 )
+
+
+# The files whose code calls each of some symbols (the graph memory's `caller_files`).
+Callers = Callable[[list[str]], Mapping[str, set[str]]]
 
 
 def is_test_path(path: str) -> bool:
@@ -495,6 +506,7 @@ class CodeSearch:
     """
 
     def __init__(self, chunks: Sequence[TextNode], sparse: SparseIndex) -> None:
+        self._chunks = chunks
         self._sparse = sparse
         self._file_of, prose = chunk_columns(chunks, sparse.paths)
         # Chunk positions grouped by file: file f's are _by_file[_bounds[f]:_bounds[f + 1]].
@@ -516,6 +528,7 @@ class CodeSearch:
         self._not_source = ~source[self._file_of]
         self._prose = ~(source | tests)[self._file_of]  # not source, and not a test either
         self._test = tests[self._file_of]
+        self._test_files = tests
         self._leans: dict[int, tuple[float, int]] = {}  # each term's, read once
         self._tests = int(np.count_nonzero(self._test))
         self._sources = int(np.count_nonzero(~self._not_source))
@@ -534,6 +547,7 @@ class CodeSearch:
         candidates: int,
         source_first: bool | None = None,
         about_tests: bool = False,
+        callers: Callers | None = None,
     ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files and, for a question that ranks source first (below), among files by their best
@@ -541,7 +555,9 @@ class CodeSearch:
         ranking missed it), plus
         their rank among the chunks holding a name the question writes or a file its traceback
         ran through. A question `about_tests` (a test, a fixture, the test suite) ranks all but
-        tests lower; else a long question, or any when `source_first`, ranks chunks of prose,
+        tests lower, and with `callers` (the files calling each of some symbols: the graph's)
+        adds the ranking of test files by their calls into the source it matches (`TESTED_*`);
+        else a long question, or any when `source_first`, ranks chunks of prose,
         configuration and tests lower (`source_first=False`: never)."""
         terms = self.terms(question)
         if not terms:
@@ -557,6 +573,9 @@ class CodeSearch:
         if CARD_WEIGHT and source_first:
             cards = self._sparse.card_scores(terms)
             self._add_files(fused, ranked_chunks, scores, cards, CARD_WEIGHT, candidates)
+        if about_tests and TESTED_WEIGHT and callers is not None:
+            tested = self._tested(scores, callers)
+            self._add_files(fused, ranked_chunks, scores, tested, TESTED_WEIGHT, candidates)
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
             fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         for ranking in self._named(question):
@@ -592,6 +611,26 @@ class CodeSearch:
         for file, chunk in best.items():
             if chunk not in chosen and scores[chunk] > 0:
                 fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + files[file])
+
+    def _tested(self, scores: np.ndarray, callers: Callers) -> np.ndarray:
+        """Each test file's credit for calling the source the question matches, files in
+        `paths` order (0 for the others)."""
+        best = top(np.where(self._not_source, 0.0, scores), TESTED_SYMBOLS).tolist()
+        symbols = [str(self._chunks[c].metadata.get("symbol") or "") for c in best]
+        calling = callers([s for s in symbols if s])
+        number, tests = self._numbers, self._test_files
+        count = int(np.count_nonzero(tests))
+        tested = np.zeros(len(self._sparse.paths))
+        for rank, symbol in enumerate(symbols):
+            found = {number[p] for p in calling.get(symbol, ()) if p in number}
+            files = sorted(f for f in found if tests[f])
+            if files:
+                tested[files] += bm25_idf(len(files), count) / (RRF_K + rank)
+        return tested
+
+    @cached_property
+    def _numbers(self) -> dict[str, int]:
+        return {path: number for number, path in enumerate(self._sparse.paths)}
 
     def test_evidence(self, question: str) -> dict[str, float]:
         """How much the question's words lean toward the repository's tests rather than its

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from arela_index.errors import corrupt, printable
 from arela_index.ingest.changes import Changes
@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # imported where a graph is made: a question reads the table,
     import networkx as nx
 
 RELATIONS = ("defines", "calls", "imports", "inherits")
+_Row = TypeVar("_Row")
+_BATCH = 500  # names per query: SQLite's default bound on a query's parameters is 999
 
 
 @dataclass(frozen=True)
@@ -330,19 +332,23 @@ class GraphStore:
 
     def _externals_ending(self, name: str) -> list[str]:
         last = name.rpartition(".")[2]
-        ends = self._external_ends
         if self._table is not None:
             named = self._table.externals_ending(last)
-        elif ends is not None:
-            named = ends.get(last, [])
-        else:  # built on first use, as the trigrams are
-            ends = defaultdict(list)
+        else:
+            named = self._external_ends_by_last.get(last, [])
+        return sorted(q for q in named if q == EXTERNAL + name or q.endswith("." + name))
+
+    @property
+    def _external_ends_by_last(self) -> dict[str, list[str]]:
+        """The graph's outside names by their last part (built on first use, as the trigrams
+        are)."""
+        if self._external_ends is None:
+            ends: dict[str, list[str]] = defaultdict(list)
             for node, data in self.graph.nodes(data=True):
                 if data.get("kind") == "external":
                     ends[node.rpartition(".")[2].removeprefix(EXTERNAL)].append(node)
             self._external_ends = ends
-            named = ends.get(last, [])
-        return sorted(q for q in named if q == EXTERNAL + name or q.endswith("." + name))
+        return self._external_ends
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
         """Symbols whose name is spelled most like `name` (a typo, a plural); a dotted mention
@@ -412,6 +418,18 @@ class GraphStore:
                 if x.symbol not in seen
             ]
         return links
+
+    def caller_files(self, qualnames: Iterable[str]) -> dict[str, set[str]]:
+        """The files whose symbols call each of `qualnames` (`table_caller_files`)."""
+        if self._table is not None:
+            return table_caller_files(self._table, qualnames)
+        return _caller_files(qualnames, self._external_names, self._caller_paths)
+
+    def _external_names(self, lasts: list[str]) -> list[str]:
+        return [name for last in lasts for name in self._external_ends_by_last.get(last, ())]
+
+    def _caller_paths(self, names: list[str]) -> list[tuple[str, str]]:
+        return [(name, x.path) for name in names for x in self._in(name, "calls") if x.path]
 
     def callees(self, qualname: str) -> list[Link]:
         return self._out(qualname, "calls")
@@ -589,6 +607,44 @@ def _most_shared(shared: Counter[str], most: int = 50, ties: int = 500) -> list[
         return [name for name, _ in ranked]
     floor = ranked[most - 1][1]
     return [name for name, count in ranked[:ties] if count >= floor]
+
+
+def table_caller_files(table: GraphTable, qualnames: Iterable[str]) -> dict[str, set[str]]:
+    """The files whose symbols call each of `qualnames`, from the graph's table alone (a
+    question that needs only this reads no more of the graph), in two queries: resolved calls,
+    and calls to an outside name of its package that ends in its name (`httpx.post` for
+    `httpx._api.post`: a call through a package's re-export is left unresolved)."""
+    return _caller_files(
+        qualnames, partial(_batched, table.externals_named), partial(_batched, table.caller_paths)
+    )
+
+
+def _caller_files(
+    qualnames: Iterable[str],
+    external_names: Callable[[list[str]], list[str]],
+    caller_paths: Callable[[list[str]], list[tuple[str, str]]],
+) -> dict[str, set[str]]:
+    wanted = list(dict.fromkeys(qualnames))
+    by_last: dict[str, list[str]] = defaultdict(list)
+    for qualname in wanted:
+        by_last[qualname.rpartition(".")[2]].append(qualname)
+    alias: dict[str, list[str]] = {}
+    for name in external_names(sorted(by_last)):
+        package, _, last = name.removeprefix(EXTERNAL).rpartition(".")
+        top = package.partition(".")[0] + "."
+        same = [q for q in by_last.get(last, ()) if package and q.startswith(top)]
+        if same:
+            alias[name] = same
+    found: dict[str, set[str]] = {}
+    for callee, path in caller_paths(wanted + list(alias)):
+        for qualname in alias.get(callee, [callee]):
+            found.setdefault(qualname, set()).add(path)
+    return found
+
+
+def _batched(query: Callable[[list[str]], list[_Row]], names: list[str]) -> list[_Row]:
+    """`query` over `names` in batches (SQLite bounds a query's parameters)."""
+    return [row for at in range(0, len(names), _BATCH) for row in query(names[at : at + _BATCH])]
 
 
 def _grams(word: str) -> set[str]:

@@ -175,6 +175,24 @@ class GraphTable:
         )
         return [(self._text(v), _line(self._json(data).get("line"))) for v, data in rows]
 
+    def caller_paths(self, names: list[str]) -> list[tuple[str, str]]:
+        """(callee, a caller's file) for each file calling one of `names`, each pair once."""
+        marks = ", ".join("?" * len(names))
+        rows = self._all(
+            "SELECT DISTINCT e.target, n.path FROM edges e JOIN nodes n ON n.name = e.source"
+            f" WHERE e.target IN ({marks}) AND e.relation = 'calls' AND n.path IS NOT NULL",
+            tuple(names),
+        )
+        return [(self._text(v), self._text(path)) for v, path in rows]
+
+    def externals_named(self, lasts: list[str]) -> list[str]:
+        """The outside names whose last part is one of `lasts`."""
+        marks = ", ".join("?" * len(lasts))
+        rows = self._all(
+            f"SELECT name FROM nodes WHERE kind = 'external' AND last IN ({marks})", tuple(lasts)
+        )
+        return [self._text(name) for (name,) in rows]
+
     def defined(self) -> list[str]:
         rows = self._all("SELECT name FROM nodes WHERE kind IS NOT 'external' ORDER BY name", ())
         return [self._text(name) for (name,) in rows]
