@@ -158,19 +158,21 @@ def build_code_memory(
 ) -> Build:
     """Scan, parse and chunk `root`; time a BM25-only store and the store with static vectors.
 
-    The way `arela index` makes the code memory: BM25 terms made in the parse workers."""
+    The way `arela index` makes the code memory: BM25 terms and cards made in the parse workers."""
     config = ArelaConfig(offline=True, show_progress=False)
     started = time.perf_counter()
     scan = scan_repository(root, config)
-    _, chunks, tokens = parse_code(scan.files)
+    _, chunks, tokens, cards = parse_code(scan.files)
     common = time.perf_counter() - started
     seconds = {}
     started = time.perf_counter()
-    CodeStore.build(chunks, scratch / "sparse", tokens=tokens)
+    CodeStore.build(chunks, scratch / "sparse", tokens=tokens, cards=cards)
     seconds["sparse"] = common + time.perf_counter() - started
     started = time.perf_counter()
     info = EmbeddingInfo("static", embed_model.model_name)
-    store = CodeStore.build(chunks, scratch / "static", embed_model, info, tokens=tokens)
+    store = CodeStore.build(
+        chunks, scratch / "static", embed_model, info, tokens=tokens, cards=cards
+    )
     seconds["static"] = common + time.perf_counter() - started
     return Build(root, commit, store, embed_model, seconds, len(scan.files), scratch)
 

@@ -148,19 +148,28 @@ _Row = tuple[Any, ...]  # (node id, text, *_ROW_KEYS)
 
 @dataclass
 class _Parsed:
-    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`chunk_terms`)."""
+    """One file's symbols, its chunks as rows and each chunk's BM25 terms (`chunk_terms`) and
+    card's (`card_terms`)."""
 
     symbols: FileSymbols | None
     rows: list[_Row]
     tokens: list[list[str]]
+    cards: list[list[str]]
 
 
 def _parse_file(file: SourceFile) -> _Parsed:
+    from arela_index.stores.code_cards import card_terms
     from arela_index.stores.code_search import chunk_terms
 
     symbols, chunks = parse_and_chunk(file)
     rows = [(c.node_id, c.text, *(c.metadata[k] for k in _ROW_KEYS)) for c in chunks]
-    return _Parsed(symbols, rows, [chunk_terms(c) for c in chunks])
+    # A card is made from its file's chunks alone, in reading order (a symbol's first chunk
+    # holds it): here, in the parallel workers, rather than in the build's one process.
+    order = sorted(range(len(chunks)), key=lambda i: chunks[i].metadata["start_line"] or 0)
+    cards: list[list[str]] = [[] for _ in chunks]
+    for i, card in zip(order, card_terms([chunks[i] for i in order]), strict=True):
+        cards[i] = card
+    return _Parsed(symbols, rows, [chunk_terms(c) for c in chunks], cards)
 
 
 def _node(row: _Row) -> TextNode:
@@ -545,12 +554,17 @@ def _build_memories(
         # memory's few seconds of parsing are not stretched by git diffing a long history
         # on the same cores (the history gets the cores back as soon as parsing is done).
         before = previous.folder if previous else None
-        # The messages in a process of their own at the parsing's priority: what a history
-        # question finds before the changes are read, and ready when the code memory is.
-        messages = first.submit(_light_audit, scan, folder / _EARLY_AUDIT) if first else None
         audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
+        if first is not None:
+            first.submit(int)  # forked now, while this process is small
         with _timer(timings, "parse"):
-            parsed, chunks, tokens = _parse_files(todo, config.show_progress, pool)
+            parsed, chunks, tokens, cards = _parse_files(todo, config.show_progress, pool)
+        # The messages in a process of their own at this process's priority, once the files are
+        # parsed: what a history question finds before the changes are read. Read while the
+        # files were, they and their git took 5 of the parse's 35 CPU seconds on scipy from the
+        # workers; now they take the core this process leaves while it makes the code and graph
+        # memories, and are ready when those are.
+        messages = first.submit(_light_audit, scan, folder / _EARLY_AUDIT) if first else None
         graph_job = None
         if graph_side is not None and previous is not None:
             # A copy of its own: the arguments are pickled in a feeder thread while this
@@ -564,19 +578,19 @@ def _build_memories(
             with _timer(timings, "code"):
                 code_stats = refresh_sparse(
                     previous.folder / "code", folder / "code", kept_paths,
-                    *_in_reading_order(chunks, tokens),
+                    *_in_reading_order(chunks, tokens, cards),
                 )  # fmt: skip
         if code_stats is not None:
             code_embedding, count = None, int(code_stats["chunks"])
         else:
             code = _code_memory(
-                folder, previous, kept_paths, chunks, tokens, embedding, config, timings
+                folder, previous, kept_paths, (chunks, tokens, cards), embedding, config, timings
             )
             code_stats, code_embedding, count = code.stats(), code.embedding, len(code.chunks)
             # The graph is resolved next: the chunks' memory goes back first, so the two
             # memories' peaks do not add up.
             del code
-        del chunks, tokens
+        del chunks, tokens, cards
         if graph_job is not None:
             graph_stats, timings["graph"] = graph_job.result()
         else:
@@ -634,21 +648,21 @@ def _code_memory(
     folder: Path,
     previous: _Previous | None,
     kept_paths: set[str],
-    chunks: list[TextNode],
-    tokens: list[list[str] | None],
+    parsed: tuple[list[TextNode], _Terms, _Terms],
     embedding: tuple[EmbeddingPlan, _Previous | None],
     config: ArelaConfig,
     timings: dict[str, float],
 ) -> CodeStore:
-    """The code memory made from its chunks, the kept files' read back from the previous build
-    (vectors reused from the build `embedding` names where the text is the same, as its plan
-    allows)."""
+    """The code memory made from the parsed chunks, their terms and cards' terms, the kept
+    files' chunks read back from the previous build (vectors reused from the build `embedding`
+    names where the text is the same, as its plan allows)."""
     plan, vectors = embedding
+    chunks, tokens, cards = parsed
     if previous:
         kept = previous.code.chunks_of(kept_paths)
-        unknown: list[list[str] | None] = [None] * len(kept)
-        chunks, tokens = kept + chunks, unknown + tokens
-    chunks, tokens = _in_reading_order(chunks, tokens)
+        unknown: _Terms = [None] * len(kept)
+        chunks, tokens, cards = kept + chunks, unknown + tokens, unknown + cards
+    chunks, tokens, cards = _in_reading_order(chunks, tokens, cards)
     with _timer(timings, "code"):
         progress = _Progress(
             len(chunks) if plan.model is not None else 0,
@@ -664,6 +678,7 @@ def _code_memory(
             previous=vectors.code if vectors else None,
             progress=progress,
             tokens=tokens,
+            cards=cards,
             vector_store=config.vector_store,
             reuse=plan.reuse,
         )
@@ -694,27 +709,30 @@ def _notes(scan: ScanResult, audit: dict[str, Any]) -> list[str]:
 _PARALLEL_FROM = 64  # files; below this a process pool costs more than it saves
 
 
+_Terms = list[list[str] | None]  # each chunk's terms, or its card's; None: not yet worked out
+
+
 def parse_code(
     files: list[SourceFile], show_progress: bool | None = False
-) -> tuple[dict[str, FileSymbols], list[TextNode], list[list[str] | None]]:
-    """Symbols by path, chunks in reading order and each chunk's BM25 terms, made as `arela
-    index` makes them (worker processes when many files, no cyclic GC meanwhile); for tools
-    that build a code memory of their own, such as benchmarks/eval_swebench.py."""
+) -> tuple[dict[str, FileSymbols], list[TextNode], _Terms, _Terms]:
+    """Symbols by path, chunks in reading order, each chunk's BM25 terms and its card's, made
+    as `arela index` makes them (worker processes when many files, no cyclic GC meanwhile); for
+    tools that build a code memory of their own, such as benchmarks/eval_swebench.py."""
     with _collector_paused(), _parse_pool(len(files)) as pool:
-        parsed, chunks, tokens = _parse_files(files, show_progress, pool)
-    return parsed, *_in_reading_order(chunks, tokens)
+        parsed, chunks, tokens, cards = _parse_files(files, show_progress, pool)
+    return parsed, *_in_reading_order(chunks, tokens, cards)
 
 
 def _in_reading_order(
-    chunks: list[TextNode], tokens: list[list[str] | None]
-) -> tuple[list[TextNode], list[list[str] | None]]:
-    """Chunks by path and first line, their terms alongside: builds are the same however the
-    workers' results arrived."""
+    chunks: list[TextNode], tokens: _Terms, cards: _Terms
+) -> tuple[list[TextNode], _Terms, _Terms]:
+    """Chunks by path and first line, their terms and cards' terms alongside: builds are the
+    same however the workers' results arrived."""
     order = sorted(
         range(len(chunks)),
         key=lambda i: (chunks[i].metadata["file_path"], chunks[i].metadata["start_line"] or 0),
     )
-    return [chunks[i] for i in order], [tokens[i] for i in order]
+    return [chunks[i] for i in order], [tokens[i] for i in order], [cards[i] for i in order]
 
 
 @contextlib.contextmanager
@@ -737,10 +755,11 @@ def _parse_pool(files: int) -> Iterator[ProcessPoolExecutor | None]:
 
 def _parse_files(
     files: list[SourceFile], show_progress: bool | None, pool: ProcessPoolExecutor | None
-) -> tuple[dict[str, FileSymbols], list[TextNode], list[list[str] | None]]:
+) -> tuple[dict[str, FileSymbols], list[TextNode], _Terms, _Terms]:
     parsed: dict[str, FileSymbols] = {}
     chunks: list[TextNode] = []
-    tokens: list[list[str] | None] = []
+    tokens: _Terms = []
+    cards: _Terms = []
     progress = _Progress(len(files), show_progress, "parsing")
     results = pool.map(_parse_file, files, chunksize=8) if pool else map(_parse_file, files)
     for file, result in zip(files, results, strict=True):
@@ -748,12 +767,15 @@ def _parse_files(
             parsed[file.path] = result.symbols
         chunks.extend(map(_node, result.rows))
         tokens.extend(result.tokens)
+        cards.extend(result.cards)
         progress()
     progress.close()
-    return parsed, chunks, tokens
+    return parsed, chunks, tokens, cards
 
 
-_HISTORY_NICE = 10  # the history process's niceness (its git processes inherit it)
+# The history process's niceness (its git processes inherit it): the lowest, since at 10 it
+# and its git still took 3 to 4 of the parse's 35 CPU seconds on scipy from the workers.
+_HISTORY_NICE = 19
 
 
 def _one_process(start: Callable[[int], None]) -> ProcessPoolExecutor:

@@ -81,12 +81,14 @@ class CodeStore:
         previous: CodeStore | None = None,
         progress: Any = None,
         tokens: Sequence[list[str] | None] | None = None,
+        cards: Sequence[list[str] | None] | None = None,
         vector_store: BasePydanticVectorStore | None = None,
         reuse: bool = True,
     ) -> CodeStore:
         """Index `chunks` into `directory`; with `embedding`, their vectors by its model.
 
-        `tokens` are the chunks' `chunk_terms` where already known (None where not). The
+        `tokens` are the chunks' `chunk_terms` where already known (None where not), `cards`
+        their cards' (`card_terms`) alike. The
         vectors go to FAISS in `directory`, or to `vector_store` when one is given, or stay in
         the store `previous` has them in. With `reuse`, vectors of chunks whose text is
         unchanged are kept; the others are embedded by `embed_model`, or wait for it when it
@@ -116,7 +118,8 @@ class CodeStore:
             embedding = EmbeddingInfo(embedding.provider, embedding.name, stored.dim)
         else:
             embedding = None
-        sparse = SparseIndex.build(chunks, tokens or [None] * len(chunks)) if chunks else None
+        unknown = [None] * len(chunks)
+        sparse = SparseIndex.build(chunks, tokens or unknown, cards or unknown) if chunks else None
         store = cls(chunks, stored, embedding, sparse)
         store._save(directory)
         return store

@@ -96,3 +96,11 @@ def card_terms(chunks: Sequence[TextNode]) -> list[list[str]]:
         context = " ".join(x for x in (parent, module_doc.get(path, (0, ""))[1]) if x)
         cards[k] = index_terms(card_text(symbol, signature, own, context))
     return cards
+
+
+def cards_of(chunks: Sequence[TextNode], known: Sequence[list[str] | None]) -> list[list[str]]:
+    """`card_terms` of `chunks` where `known` has None, `known`'s where not (cards made in the
+    parse workers): a card is made from its own file's chunks alone."""
+    todo = [k for k, card in enumerate(known) if card is None]
+    made = dict(zip(todo, card_terms([chunks[k] for k in todo]), strict=True))
+    return [made[k] if card is None else card for k, card in enumerate(known)]

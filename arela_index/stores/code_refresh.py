@@ -16,7 +16,7 @@ from typing import Any
 from llama_index.core.schema import TextNode
 
 from arela_index.stores.chunk_file import CHUNKS_FILE, chunk_line, save_chunks
-from arela_index.stores.code_cards import card_terms
+from arela_index.stores.code_cards import cards_of
 from arela_index.stores.code_search import SparseIndex, Terms, chunk_terms
 
 EMBEDDING_FILE = "embedding.json"  # the model, its dimension and which store holds the vectors
@@ -29,10 +29,12 @@ def refresh_sparse(
     kept_paths: set[str],
     chunks: Sequence[TextNode],
     tokens: Sequence[list[str] | None],
+    known_cards: Sequence[list[str] | None],
 ) -> dict[str, Any] | None:
     """Write into `directory` the code memory of `previous` with the chunks of `kept_paths`
-    kept and `chunks` (the changed files', in reading order) added; its stats. None when this
-    cannot be done so (the previous build has vectors or saved no terms): build as usual."""
+    kept and `chunks` (the changed files', in reading order; their terms and `known_cards`
+    their cards', None where not worked out yet) added; its stats. None when this cannot be
+    done so (the previous build has vectors or saved no terms): build as usual."""
     if (previous / EMBEDDING_FILE).exists():
         return None
     lines = (previous / CHUNKS_FILE).read_bytes().splitlines()
@@ -54,7 +56,7 @@ def refresh_sparse(
     doc_paths: list[str] = []
     docs: list[list[str] | int] = []
     cards: list[list[str] | None] = []
-    new_cards = card_terms(chunks)  # a card is made from its own file's chunks alone
+    new_cards = cards_of(chunks, known_cards)
     kinds: list[str] = []
     for path in sorted(kept_rows.keys() | new_rows.keys()):
         for row in kept_rows.get(path, ()):

@@ -29,7 +29,7 @@ from llama_index.core.schema import TextNode
 from arela_index.errors import corrupt
 from arela_index.stores.bm25_flat import bm25_idf, save_index, saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
-from arela_index.stores.code_cards import card_terms
+from arela_index.stores.code_cards import cards_of
 from arela_index.stores.decisions import is_adr
 from arela_index.text.entities import extract_mentions
 from arela_index.text.tokens import STOPWORDS, index_terms, words
@@ -164,8 +164,14 @@ class SparseIndex:
     terms: Terms | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def build(cls, chunks: Sequence[TextNode], terms: Sequence[list[str] | None]) -> SparseIndex:
-        """Index `chunks` from their terms (`chunk_terms`; None: worked out here).
+    def build(
+        cls,
+        chunks: Sequence[TextNode],
+        terms: Sequence[list[str] | None],
+        cards: Sequence[list[str] | None] | None = None,
+    ) -> SparseIndex:
+        """Index `chunks` from their terms (`chunk_terms`) and their cards' (`card_terms`;
+        None: worked out here, of the chunks' files whose cards are not given).
 
         The vocabulary is numbered in sorted order, so a build is reproducible.
         """
@@ -173,7 +179,8 @@ class SparseIndex:
             chunk_terms(chunk) if known is None else known
             for chunk, known in zip(chunks, terms, strict=True)
         ]
-        return cls.from_terms(_paths(chunks), docs, card_terms(chunks))
+        known = cards if cards is not None else [None] * len(chunks)
+        return cls.from_terms(_paths(chunks), docs, cards_of(chunks, known))
 
     @classmethod
     def from_terms(

@@ -6,12 +6,18 @@ answers as well as code, is ranked without them, about tests or not."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from support.engine_repos import one_commit_index
+from support.gitrepo import GitRepo
 
 import arela_index.stores.code_search as code_search
 from arela_index.index import ArelaIndex
+from arela_index.indexing.build import parse_code
+from arela_index.ingest.scanner import scan_repository
+from arela_index.stores.code_cards import card_terms
 
 # A class over a chunk's size: cut into its header and a chunk per method, under a module whose
 # code before the class is a chunk of its own.
@@ -124,3 +130,17 @@ def test_a_method_card_holds_its_class_and_module_docstrings(index: ArelaIndex) 
     at = {path: k for k, path in enumerate(sparse.paths)}
     assert at["docs/rotating.md"] not in sparse.card_of.tolist()
     assert at["src/app/vault.py"] in sparse.card_of.tolist()
+
+
+def test_the_parse_workers_make_the_cards_the_whole_chunk_list_makes(tmp_path: Path) -> None:
+    # Enough files for the parse's worker processes, each making its own files' cards: the
+    # vault's class is cut into chunks whose cards hold the module's and the class's docstrings.
+    more = {
+        f"src/more/m{k:02}.py": f'"""Module {k}."""\n\n\ndef f{k}(x):\n    """Do {k}."""\n'
+        for k in range(70)
+    }
+    files: dict[str, str | bytes] = {"src/app/vault.py": VAULT, **OTHERS, **more}
+    GitRepo(tmp_path).commit(files)
+    _, chunks, _, cards = parse_code(scan_repository(tmp_path).files)
+    assert cards == card_terms(chunks)
+    assert sum(map(bool, cards)) > 70 and any("seal" in card for card in cards)
