@@ -276,7 +276,9 @@ def read_log(
     that touch it are read, with paths relative to it. A record that cannot be read is skipped
     and its position appended to `unreadable`: one odd commit must not cost the others. When
     git cannot diff a commit (a missing object) it raises `GitLogFailed`, unless `failure` is a
-    list: then the commits not read yet come without their diffs and `failure` says so.
+    list: then the commits no git read come without their diffs and `failure` says so. A failed
+    git's partner reads on until it meets it: with two gits that leaves the commit git failed on
+    (and what lies between two that both failed on), the same in every build.
     """
     facts = facts or repo_facts(root)
     if commits is None:
@@ -357,6 +359,10 @@ def _stream(
             if left[0] >= left[1]:
                 gits.stop(i)
                 gits.stop(i ^ 1)  # its partner, if any
+    if gits.failed:
+        # Raised once every git has ended: a failed git's partner reads on to it, so what is
+        # left unread is the same in every build, not whatever the partner had reached.
+        raise gits.failed[min(gits.failed)]
 
 
 def _without_patches(
@@ -410,6 +416,7 @@ class _Gits:
         self._poller = select.poll()
         self._running: dict[int, tuple[int, subprocess.Popen[bytes], IO[bytes]]] = {}
         self._pipes: dict[int, int] = {}  # git -> its pipe
+        self.failed: dict[int, GitLogFailed] = {}  # git -> why it stopped
         for i, hashes in enumerate(lists):
             listed = folder / f"commits{i}"
             listed.write_text("\n".join(hashes) + "\n", encoding="ascii")
@@ -430,7 +437,8 @@ class _Gits:
             self.stop(i)  # a consumer that stops early must not leave git running
 
     def chunks(self) -> Iterator[tuple[int, bytes]]:
-        """(git, a chunk of its output) as they come; b"" once a git has written everything."""
+        """(git, a chunk of its output) as they come; b"" once a git has written everything.
+        A git that fails just ends, its error kept in `failed`: the others go on."""
         while self._running:
             for pipe, _ in self._poller.poll():
                 if pipe not in self._running:
@@ -446,9 +454,10 @@ class _Gits:
                     )
                     lines = detail.strip().splitlines()
                     # git may quote a path or an object's bytes: the build summary shows this.
-                    raise GitLogFailed(
+                    self.failed[i] = GitLogFailed(
                         printable(lines[-1]) if lines else f"exit status {proc.returncode}"
                     )
+                    continue
                 yield i, b""
 
     def stop(self, i: int) -> None:

@@ -79,17 +79,19 @@ def test_full_build_counts_and_round_trip(repo: GitRepo, tmp_path: Path) -> None
     assert newest is not None and newest.isoformat() == "2024-01-05T10:00:00+00:00"
 
 
+def dump(folder: Path) -> list[tuple[object, ...]]:
+    """Every row a build stored, in a fixed order."""
+    with sqlite3.connect(folder / DB_FILE) as conn:
+        return [
+            row
+            for table in ("commits", "files", "symbols", "decisions", "tags")
+            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")
+        ]
+
+
 def test_same_repository_same_rows(
     repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def dump(folder: Path) -> list[tuple[object, ...]]:
-        with sqlite3.connect(folder / DB_FILE) as conn:
-            return [
-                row
-                for table in ("commits", "files", "symbols", "decisions", "tags")
-                for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")
-            ]
-
     build(repo.root, tmp_path / "a")
     build(repo.root, tmp_path / "b")
     assert dump(tmp_path / "a") == dump(tmp_path / "b")
@@ -282,3 +284,43 @@ def test_a_damaged_repository_gives_a_partial_history(repo: GitRepo, tmp_path: P
         and "unable to read" in stats["note"]
     )
     assert stats["commits"] == 3
+
+
+def test_a_damaged_long_history_loses_only_the_diffs_git_cannot_read(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    # Enough commits for two gits, one reading from each end, each diff large enough that the
+    # upward git is far from the top when the downward one fails there.
+    count = 2 * history._MIN_STRETCH
+    stream = "".join(
+        f"commit refs/heads/main\ncommitter Test <test@example.com> {1704067200 + n} +0000\n"
+        f"data 9\nBulk {n:04d}\nM 644 inline bulk/{n:04d}.txt\ndata <<END\n"
+        + "".join(f"line {k} of part {n}\n" for k in range(500))
+        + "END\n\n"
+        for n in range(count)
+    )
+    subprocess.run(
+        ["git", "-C", str(git_repo.root), "fast-import", "--quiet"],
+        input=stream, text=True, check=True,
+    )  # fmt: skip
+    git_repo.git("reset", "-q", "--hard")
+    git_repo.git("config", "gc.auto", "0")  # the damaged blob stays a loose object
+    git_repo.commit({"notes.txt": "first notes\n"}, "Add notes", date="2024-02-01T10:00:00")
+    git_repo.commit({"notes.txt": "second notes\n"}, "Revise notes", date="2024-02-02T10:00:00")
+    git_repo.commit({"app.py": "X = 1\n"}, "Add app", date="2024-02-03T10:00:00")
+    blob = git_repo.git("rev-parse", "HEAD~2:notes.txt").strip()
+    (git_repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+
+    first, second = build(git_repo.root, tmp_path / "a"), build(git_repo.root, tmp_path / "b")
+    # Two builds keep the same history, and only the two commits that need the missing blob
+    # come without line counts: the gits read everything else.
+    assert dump(tmp_path / "a") == dump(tmp_path / "b")
+    assert first.stats()["note"] == second.stats()["note"]
+    assert f"2 of {count + 3} commits are kept without line counts" in first.stats()["note"]
+    with sqlite3.connect(tmp_path / "a" / DB_FILE) as conn:
+        uncounted = conn.execute(
+            "SELECT c.subject, f.path FROM files f JOIN commits c ON c.id = f.commit_id "
+            "WHERE f.added IS NULL ORDER BY c.id"
+        ).fetchall()
+    assert uncounted == [("Add notes", "notes.txt"), ("Revise notes", "notes.txt")]
+    assert first.stats()["commits"] == count + 3
