@@ -47,6 +47,12 @@ def load_static_model(folder: Path = MODEL_DIR) -> StaticModel:
         ) from err
 
 
+def encodable(text: str) -> str:
+    """The text with its lone surrogates (from undecodable input), which the tokenizer refuses,
+    replaced."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 class StaticEmbedding(BaseEmbedding):
     """Unit-length vectors from the static model in the package: offline, deterministic, no torch.
 
@@ -77,8 +83,7 @@ class StaticEmbedding(BaseEmbedding):
         return int(self._model.dim)
 
     def _embed(self, texts: list[str]) -> list[Embedding]:
-        # The tokenizer refuses lone surrogates (from undecodable input): replace them.
-        texts = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+        texts = [encodable(t) for t in texts]
         vectors = self._model.encode(texts, normalize=True, use_multiprocessing=False)
         return vectors.tolist()
 

@@ -6,28 +6,99 @@ every one of its words is one the repository writes. A contextual sentence model
 question's cosine to the code memory's best candidates (each read in the 128 tokens that hold
 most of the question's words), and its cosine to the general questions of `general.py`. Both are
 signals of the scope decision (`policy/decisions.py`), which weighs them with the others.
+
+The decision needs only to know whether one passage reaches the cosine that brings the question
+in. The static model (`llm/static_embedding.py`, ~1 ms a passage against ~30 for the sentence
+model) orders the passages, nearest first, and leaves unread those its cosine puts under a bound
+fitted on labelled questions (`scripts/fit_meaning_bound.py`, `data/policy/meaning_bound.json`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
+from arela_index.errors import ArelaError
 from arela_index.llm.sentence_model import SentenceModel
+from arela_index.llm.static_embedding import encodable, load_static_model
 from arela_index.policy.general import GeneralQuestions
 from arela_index.policy.term_weights import TermWeights
 from arela_index.text.node_text import NodeText
 from arela_index.text.question import content_terms
 
-_CACHED = 20_000  # chunk vectors kept (30 MB): the index's engines ask about the same code again
+# Chunk vectors kept (30 MB, and 10 MB of the static model's): the index's engines ask about the
+# same code again.
+_CACHED = 20_000
 _ASKED = 64  # question vectors kept: each is read once per question, by several decisions
+log = logging.getLogger(__name__)
+BOUND = Path(__file__).parent.parent / "data" / "policy" / "meaning_bound.json"
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from model2vec import StaticModel
+
+
+@dataclass(frozen=True)
+class StaticBound:
+    """The most a passage's sentence-model cosine can be, given its static cosine and the share
+    of the question's words it holds: a plane fitted to both, raised by the margin at which no
+    labelled question the fit read changed its decision.
+
+    >>> StaticBound(intercept=-0.1, static=0.5, held=0.3, margin=0.15).most(0.5, 1.0)
+    0.6
+    """
+
+    intercept: float
+    static: float
+    held: float
+    margin: float
+
+    def most(self, static: float, held: float) -> float:
+        return round(self.intercept + self.static * static + self.held * held + self.margin, 12)
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "intercept": self.intercept,
+            "static": self.static,
+            "held": self.held,
+            "margin": self.margin,
+        }
+
+    @classmethod
+    @lru_cache(maxsize=1)
+    def shipped(cls) -> StaticBound:
+        data: dict[str, Any] = json.loads(BOUND.read_text())
+        return cls(data["intercept"], data["static"], data["held"], data["margin"])
+
+
+class Reach(NamedTuple):
+    """How near a question's passages come: the largest cosine read, or, when the static model
+    left every passage unread, the most any could reach (`read` False)."""
+
+    cosine: float
+    read: bool
+
+
+def order_read(most: Sequence[float], enough: float) -> list[int]:
+    """The passages worth reading for `enough`, given the `most` each can reach: those that can
+    reach it, the highest first.
+
+    >>> order_read([0.2, 0.9, 0.5], 0.5)
+    [1, 2]
+    """
+    order = sorted(range(len(most)), key=lambda i: -most[i])
+    return [i for i in order if most[i] >= enough]
 
 
 class MeaningCheck:
@@ -47,7 +118,10 @@ class MeaningCheck:
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._spans: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
         self._asked: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._static_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._static: StaticModel | None = None
+        self._static_tried = False
+        self._lock, self._loading = threading.Lock(), threading.Lock()
 
     def resemblance(self, question: str) -> tuple[float, str]:
         """The largest cosine between the question and a general question, and that question."""
@@ -66,11 +140,54 @@ class MeaningCheck:
         words (`where_matched`), or from its head."""
         model = self._load()
         stems = TermWeights.stems(content_terms(question)) if where_matched else None
-        return self._closest(model, self._question(model, question), stems, nodes, enough)
+        order = list(range(len(nodes)))
+        return self._closest(model, self._question(model, question), stems, nodes, order, enough)
+
+    def reach(self, question: str, nodes: Sequence[NodeWithScore], enough: float) -> Reach:
+        """Whether a passage reaches `enough`, reading as few as the static model allows: the
+        passages by the most the shipped bound lets each reach, highest first, none under
+        `enough` (without the static model, every passage in order, as `closest` reads them)."""
+        model = self._load()
+        stems = TermWeights.stems(content_terms(question))
+        static = self._static_cosines(question, nodes)
+        if static is None:
+            order = list(range(len(nodes)))
+        else:
+            bound = StaticBound.shipped()
+            most = [bound.most(s, _held(n, stems)) for s, n in zip(static, nodes, strict=True)]
+            if not (order := order_read(most, enough)):
+                return Reach(max(most, default=0.0), read=False)
+        asked = self._question(model, question)
+        return Reach(self._closest(model, asked, stems, nodes, order, enough), read=True)
 
     def _load(self) -> SentenceModel:
         self._model = self._model or SentenceModel.shared()
         return self._model
+
+    def _static_cosines(self, question: str, nodes: Sequence[NodeWithScore]) -> list[float] | None:
+        """The static model's cosines of the question to each node's whole text (None without the
+        static model: its extra is not installed)."""
+        with self._loading:
+            if not self._static_tried:
+                try:
+                    self._static = load_static_model()
+                except ArelaError:
+                    log.info("the meaning check reads every candidate: no static model")
+                self._static_tried = True
+        static = self._static
+        if static is None:
+            return None
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return static.encode(
+                [encodable(t) for t in texts], normalize=True, use_multiprocessing=False
+            )
+
+        keys = [_key(node) for node in nodes]
+        texts = {key: node.node.get_content() for key, node in zip(keys, nodes, strict=True)}
+        vectors = dict(zip(texts, self._embedded(self._static_vectors, texts, encode), strict=True))
+        asked = encode([question])[0]
+        return [float(vectors[key] @ asked) for key in keys]
 
     def _closest(
         self,
@@ -78,15 +195,16 @@ class MeaningCheck:
         asked: np.ndarray,
         stems: Sequence[str] | None,
         nodes: Sequence[NodeWithScore],
+        order: Sequence[int],
         enough: float,
     ) -> float:
-        """Nodes are read in order, in batches of 1, 2, 4, ..., until one reaches `enough`: each
-        costs ~12 ms on two cores, and a question about the repository is usually near the first
-        (of those the rules answer on the tune halves, 61% reach their bar at the first, 75% by
-        the third)."""
+        """The nodes at `order` are read in batches of 1, 2, 4, ..., until one reaches `enough`:
+        each costs 12-37 ms on two cores, and a question about the repository is usually near the
+        first (of those the rules answer on the tune halves, 61% reach their bar at the first, 75%
+        by the third)."""
         best, start, size = 0.0, 0, 1
-        while start < len(nodes) and best < enough:
-            batch = nodes[start : start + size]
+        while start < len(order) and best < enough:
+            batch = [nodes[i] for i in order[start : start + size]]
             best = max(best, float((self._passages(model, batch, stems) @ asked).max()))
             start, size = start + size, 2 * size
         return best
@@ -121,18 +239,28 @@ class MeaningCheck:
             windows = [content[start:end] for start, end in self._windows(model, key, content)]
             at = _matched(windows, stems)
             texts[f"{key}:{at}"] = windows[at]
+        return self._embedded(self._vectors, texts, model.embed)
+
+    def _embedded(
+        self,
+        cache: OrderedDict[str, np.ndarray],
+        texts: dict[str, str],
+        embed: Callable[[list[str]], np.ndarray],
+    ) -> np.ndarray:
+        """The vectors of `texts`, in their order, those `cache` does not keep embedded first; the
+        `_CACHED` last used are kept."""
         keys = list(texts)
         with self._lock:
-            missing = {k: texts[k] for k in keys if k not in self._vectors}
-        embedded = model.embed(list(missing.values()))
+            missing = {k: texts[k] for k in keys if k not in cache}
+        made = list(embed(list(missing.values()))) if missing else []
         with self._lock:
-            self._vectors.update(zip(missing, embedded, strict=True))
-            passages = np.stack([self._vectors[k] for k in keys])
+            cache.update(zip(missing, made, strict=True))
+            vectors = np.stack([cache[k] for k in keys])
             for k in keys:
-                self._vectors.move_to_end(k)
-            while len(self._vectors) > _CACHED:
-                self._vectors.popitem(last=False)
-        return passages
+                cache.move_to_end(k)
+            while len(cache) > _CACHED:
+                cache.popitem(last=False)
+        return vectors
 
     def _windows(self, model: SentenceModel, key: str, content: str) -> list[tuple[int, int]]:
         """Where a chunk's windows are: another question about the same code reads another of
@@ -144,6 +272,12 @@ def _matched(windows: Sequence[str], stems: Sequence[str]) -> int:
     """The first of the windows holding the most of `stems`."""
     held = [sum(map(NodeText(w).has_stem, stems)) for w in windows]
     return held.index(max(held))
+
+
+def _held(node: NodeWithScore, stems: Sequence[str]) -> float:
+    """The share of the question's `stems` the node's text holds."""
+    text = NodeText(node.node.get_content())
+    return sum(map(text.has_stem, stems)) / len(stems) if stems else 0.0
 
 
 def _key(node: NodeWithScore) -> str:

@@ -7,6 +7,7 @@ indexed repositories."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +21,13 @@ from arela_index.config import ArelaConfig
 from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import make_llm
 from arela_index.llm.sentence_model import SentenceModel
+from arela_index.policy.decisions import QueryPolicy, Scope
 from arela_index.policy.general import GeneralQuestions
 from arela_index.policy.meaning import MeaningCheck
 from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop
 from arela_index.query.rewrite import Rewriter
-from arela_index.steps import run
+from arela_index.steps import Steps, run
 from arela_index.text.question import Question
 
 CRAWL = '''"""Crawl a website and report every broken link."""
@@ -110,6 +112,76 @@ endless redirect loop cannot hang a crawl.
 """
 
 
+# More of the link checker, each module near "broken" or "window" in its words, not its meaning.
+SITE = {
+    "linkcheck/report.py": '''"""Write the report of broken links."""
+
+
+def write_report(broken, stream):
+    """Write one line per broken link: the page it was found on and its status code."""
+    for link in broken:
+        stream.write(f"{link.page} {link.status}\\n")
+''',
+    "linkcheck/window.py": '''"""A sliding window over the pages fetched at once."""
+
+
+def fetch_window(urls, size=8):
+    """Fetch `size` pages at once; a page whose fetch fails is retried once."""
+    for start in range(0, len(urls), size):
+        yield [fetch(u) for u in urls[start : start + size]]
+''',
+    "linkcheck/config.py": '''"""Read the configuration file of a site."""
+import json
+
+
+def read_config(path):
+    """The addresses to skip and the number of pages fetched at once, from the site root."""
+    with open(path) as f:
+        return json.load(f)
+''',
+    "linkcheck/cache.py": '''"""Remember the status of links already checked."""
+
+
+class StatusCache:
+    """The last status of each link checked, so a link found on many pages is fetched once."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def status(self, url):
+        if url not in self.seen:
+            self.seen[url] = fetch(url).status
+        return self.seen[url]
+''',
+    "linkcheck/html.py": '''"""Find the links of a page in its HTML."""
+from html.parser import HTMLParser
+
+
+class LinkParser(HTMLParser):
+    """Collect the href of every anchor and the line it is on; a broken tag is skipped."""
+
+    def __init__(self):
+        super().__init__()
+        self.links = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self.links.append((dict(attrs).get("href"), self.getpos()[0]))
+''',
+    "linkcheck/cli.py": '''"""The command line: linkcheck URL."""
+import argparse
+
+
+def main(argv=None):
+    """Parse the arguments, crawl the site and print the report; exit 1 on a broken link."""
+    parser = argparse.ArgumentParser(prog="linkcheck")
+    parser.add_argument("url")
+    args = parser.parse_args(argv)
+    return 1 if check_links(crawl(args.url)) else 0
+''',
+}
+
+
 def indexed(root: Path, name: str, files: dict[str, str | bytes], message: str) -> Path:
     """`files` committed to a new repository `name` under `root`, indexed offline: the index."""
     repo = GitRepo(root / name)
@@ -124,6 +196,13 @@ def links(tmp_path_factory: pytest.TempPathFactory) -> Path:
     readme = "# linkcheck\n\nFind broken links on your website and fix them.\n"
     files = {"linkcheck/crawl.py": CRAWL, "linkcheck/fetch.py": FETCH, "README.md": readme}
     return indexed(tmp_path_factory.mktemp("meaning"), "linkcheck", files, "link checker")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    readme = "# linkcheck\n\nFind broken links on your website and fix them.\n"
+    files = {"linkcheck/crawl.py": CRAWL, "linkcheck/fetch.py": FETCH, "README.md": readme, **SITE}
+    return indexed(tmp_path_factory.mktemp("site"), "linkcheck", files, "link checker")
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +314,48 @@ class _Counting(SentenceModel):
     def embed(self, texts: list[str]) -> np.ndarray:
         self.texts += len(texts)
         return super().embed(texts)
+
+
+class _WithoutStatic(MeaningCheck):
+    """The check as it reads without the static model (its extra not installed): every
+    candidate, in the code memory's order, until one reaches the bar."""
+
+    def _static_cosines(self, question: str, nodes: Sequence[NodeWithScore]) -> None:
+        return None
+
+
+def _scope(index: ArelaIndex, check: MeaningCheck, question: str) -> Scope:
+    policy, code = QueryPolicy.of_index(index, check), index.code_retriever()
+
+    def candidates(text: str, count: int) -> Steps[list[NodeWithScore]]:
+        return code.candidates(text, count)
+        yield  # a generator that waits on nothing
+
+    return run(policy.scope_steps(policy.read(Question.read(question)), candidates))
+
+
+def test_the_scope_check_reads_fewer_passages_and_decides_as_reading_them_all(
+    site: Path,
+) -> None:
+    """The static model leaves unread the passages it shows cannot bring a question in: the
+    questions its words leave unsure get the verdict of the check that reads every passage, for
+    fewer passages read by the sentence model."""
+    index = ArelaIndex.load(site, offline=True)
+    questions = {
+        "how do I fix a broken window?": "out",
+        "how do I fix a broken heart?": "out",
+        "how do I fix a broken link?": "in",
+        "which links no longer work?": "in",
+    }
+    cascade, full = _Counting(), _Counting()
+    for question, verdict in questions.items():
+        before, after = full.texts, cascade.texts
+        read_all = _scope(index, _WithoutStatic(full), question)
+        read_fewer = _scope(index, MeaningCheck(cascade), question)
+        assert read_all.by == read_fewer.by == "meaning"
+        assert read_all.verdict == read_fewer.verdict == verdict
+        assert cascade.texts - after <= full.texts - before
+    assert cascade.texts < full.texts
 
 
 def test_a_session_embeds_each_passage_once(links: Path) -> None:
