@@ -45,10 +45,10 @@ _MIN_STRETCH = 200
 # git first asks a partial clone's unreachable remote for the missing object), as much as reading
 # 2 to 4 commits (1.7 ms each over a 38,000-commit history, diffs and rows). One start per 80
 # commits keeps the restarts within 5% of reading the whole history even when none reads a
-# commit (a blobless clone, where nearly every commit fails); 8 starts cost 60 ms on any history,
-# so a short one still gets them.
+# commit (a blobless clone, where nearly every commit fails); 16 starts cost 0.1 s on any
+# history, so a short one still gets them.
 _COMMITS_PER_START = 80
-_MIN_STARTS = 8
+_MIN_STARTS = 16
 # Symbols kept per commit: a sweeping reformat touches thousands and says nothing about any one.
 MAX_SYMBOLS = 200
 
@@ -314,25 +314,19 @@ def read_log(
             command, changes = _log_command(root, attributes, facts.subfolder, token), None
         else:
             command, changes = _light_command(root, facts.subfolder, token, False), _no_changes
-        # Per stretch, the positions no git has read yet: [low, high).
-        unread = [[bounds[k], bounds[k + 1]] for k in range(stretches)]
-        pairs = [both] * stretches
+        reads = _Reads([[bounds[k], bounds[k + 1]] for k in range(stretches)], [both] * stretches)
         skipped: list[int] = []  # positions a git failed on
         untried = 0  # positions the budget of git starts left unread
         first: GitLogFailed | None = None
         starts, budget = 0, max(_MIN_STARTS, len(commits) // _COMMITS_PER_START)
-        while unread:
-            failed: dict[tuple[int, bool], GitLogFailed] = {}
-            yield from _stream(
-                command, commits, unread, pairs, folder, token, facts, unreadable, changes, failed
-            )
-            starts += sum(2 if pair else 1 for pair in pairs)
-            if failed and failure is None:
-                raise failed[min(failed)]
-            first = first or (failed[min(failed)] if failed else None)
-            again = _past_failures(unread, failed, skipped)
+        while reads.unread:
+            yield from _stream(command, commits, reads, folder, token, facts, unreadable, changes)
+            starts += sum(2 if pair else 1 for pair in reads.pairs)
+            if reads.failed and failure is None:
+                raise reads.failed[min(reads.failed)]
+            first = first or (reads.failed[min(reads.failed)] if reads.failed else None)
             unread, pairs, planned = [], [], starts
-            for low, high in again:
+            for low, high in reads.between_failures(skipped):
                 pair = workers > 1 and high - low >= 2 * _MIN_STRETCH
                 planned += 2 if pair else 1
                 if planned <= budget:
@@ -341,6 +335,7 @@ def read_log(
                 else:
                     skipped += range(low, high)
                     untried += high - low
+            reads = _Reads(unread, pairs)
         if untried:
             first = GitLogFailed(f"{first}; {untried} left untried after {starts} git starts")
         if first is not None and failure is not None:
@@ -349,42 +344,58 @@ def read_log(
             )
 
 
-def _past_failures(
-    unread: list[list[int]], failed: dict[tuple[int, bool], GitLogFailed], skipped: list[int]
-) -> list[list[int]]:
-    """The ranges still unread between the commits the gits of `unread` failed on, which go to
-    `skipped`: new gits read them, so a missing object costs only the commits that need it.
-    A failed git's partner reads on until it meets it, so these are the same in every build."""
-    again: list[list[int]] = []
-    for k, (low, high) in enumerate(unread):
-        down, up = (k, False) in failed, (k, True) in failed
-        if down and low < high:
-            skipped.append(low)
-            low += 1
-        if up and low < high:
-            skipped.append(high - 1)
-            high -= 1
-        if (down or up) and low < high:
-            again.append([low, high])
-    return again
+@dataclass
+class _Reads:
+    """Ranges of positions [low, high) to read, each by one git from its low end, or with `pairs`
+    also by one from its high end until they meet; once read, how the gits that failed ended."""
+
+    unread: list[list[int]]  # per range, the positions not read yet
+    pairs: list[bool]
+    failed: dict[tuple[int, bool], GitLogFailed] = field(default_factory=dict)  # (range, up?)
+    begun: set[tuple[int, bool]] = field(default_factory=set)  # failed after a record began
+    sizes: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sizes = [high - low for low, high in self.unread]
+
+    def between_failures(self, skipped: list[int]) -> list[list[int]]:
+        """The ranges for new gits to read past the commits these failed on, so a missing object
+        costs only the commits that need it; the commits they could not read go to `skipped`.
+
+        A git that had begun the commit it stopped in may have failed on the next one, before
+        writing anything of it (git reads the objects it compares for renames first): that
+        commit is read again alone, and only a git that fails on it alone, or before writing
+        anything, skips a commit. A failed git's partner reads on until it meets it, so the
+        ranges and the commits skipped are the same in every build."""
+        again: list[list[int]] = []
+        for k, (low, high) in enumerate(self.unread):
+            for up in (False, True):
+                if (k, up) not in self.failed or low >= high:
+                    continue
+                stuck = high - 1 if up else low
+                if (k, up) in self.begun and self.sizes[k] > 1:
+                    again.append([stuck, stuck + 1])
+                else:
+                    skipped.append(stuck)
+                low, high = (low, high - 1) if up else (low + 1, high)
+            if any((k, up) in self.failed for up in (False, True)) and low < high:
+                again.append([low, high])
+        return sorted(again)
 
 
 def _stream(
     command: list[str],
     hashes: list[str],
-    unread: list[list[int]],
-    pairs: list[bool],
+    reads: _Reads,
     folder: Path,
     token: str,
     facts: RepoFacts,
     unreadable: list[int] | None,
     changes: Callable[[bytes], _Changes] | None,
-    failed: dict[tuple[int, bool], GitLogFailed],
 ) -> Iterator[tuple[int, Commit]]:
-    """Run gits over the ranges `unread` of `hashes` and yield (position, commit): one git per
-    range reads it from its low end, and with `pairs[k]` a second one from its high end until
-    they meet. `unread` keeps, per range, the positions not read yet; a git that fails ends
-    and `failed` gets (range, from the high end?) -> why, once every git has ended."""
+    """Run the gits `reads` asks for over `hashes` and yield (position, commit); `reads` keeps
+    what they left unread and, once every git has ended, which failed and how."""
+    unread, pairs = reads.unread, reads.pairs
     roles = [
         (k, up) for k, pair in enumerate(pairs) for up in ((False, True) if pair else (False,))
     ]
@@ -415,7 +426,8 @@ def _stream(
                         gits.stop(partner)
     # Only once every git has ended: a failed git's partner reads on to it, so what is left
     # unread is the same in every build, not whatever the partner had reached.
-    failed.update({roles[i]: why for i, why in gits.failed.items()})
+    reads.failed = {roles[i]: why for i, why in gits.failed.items()}
+    reads.begun = {roles[i] for i in gits.failed if splitters[i].started}
 
 
 def _without_patches(
@@ -436,18 +448,15 @@ def _without_patches(
     for names in (True, False):
         if not todo:
             break
-        unread = [[0, len(todo)]]
-        failed: dict[tuple[int, bool], GitLogFailed] = {}
+        reads = _Reads([[0, len(todo)]], [False])
         command = _light_command(root, facts.subfolder, token, names)
         changes = _read_names if names else _no_changes
         hashes = [commits[p] for p in todo]
-        for k, commit in _stream(
-            command, hashes, unread, [False], folder, token, facts, None, changes, failed
-        ):
+        for k, commit in _stream(command, hashes, reads, folder, token, facts, None, changes):
             yield todo[k], commit
-        if failed:
-            todo = todo[unread[0][0] :]
-            lost = f"; {len(todo)} could not be read at all ({failed[0, False]})"
+        if reads.failed:
+            todo = todo[reads.unread[0][0] :]
+            lost = f"; {len(todo)} could not be read at all ({reads.failed[0, False]})"
         else:
             todo = []
     failure.append(
@@ -558,6 +567,11 @@ class _Records:
         self._pending = [records.pop()]
         self._tail = self._pending[0][-keep:]
         return [r for r in records if r]
+
+    @property
+    def started(self) -> bool:
+        """Has a record begun that no marker has ended yet?"""
+        return any(self._pending)
 
     def finish(self) -> list[bytes]:
         last = b"".join(self._pending)
