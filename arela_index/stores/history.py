@@ -41,14 +41,17 @@ _HASH = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _CHUNK = 1 << 20
 # Below this many commits a second git costs more than it saves.
 _MIN_STRETCH = 200
-# When git cannot diff a commit, new gits read on past it. A start costs 4 ms of CPU (7 ms when
-# git first asks a partial clone's unreachable remote for the missing object), as much as reading
-# 2 to 4 commits (1.7 ms each over a 38,000-commit history, diffs and rows). One start per 80
-# commits keeps the restarts within 5% of reading the whole history even when none reads a
-# commit (a blobless clone, where nearly every commit fails); 16 starts cost 0.1 s on any
-# history, so a short one still gets them.
-_COMMITS_PER_START = 80
-_MIN_STARTS = 16
+# When git cannot diff a commit, new gits read on past it, within a budget that keeps them cheap
+# however damaged the clone. Measured over a 38,000-commit history: reading a commit (its diff
+# and rows) takes 1.7 ms of CPU, starting git 4 ms (2.5 commits' worth), and git looks up the
+# commits it is given at 13 us each (1/130 of a commit's read). The restarts may cost 5% of
+# reading the whole history, and 50 commits' worth (85 ms) on any: where nearly every commit
+# fails, they stop after a few runs. A partial (blobless) clone gets none: there each failure
+# makes git walk every object of the clone first (2 s on that history), and nearly every fails.
+_START_COST = 2.5
+_LISTED_PER_COMMIT = 130
+_RESTART_SHARE = 0.05
+_MIN_RESTART_COST = 50
 # Symbols kept per commit: a sweeping reformat touches thousands and says nothing about any one.
 MAX_SYMBOLS = 200
 
@@ -181,6 +184,8 @@ class RepoFacts:
     boundaries: frozenset[str] = field(default_factory=frozenset)
     # Set when the indexed folder is a subfolder of the work tree: only its history, its paths.
     subfolder: bool = False
+    # A partial (e.g. blobless) clone: objects are missing by design, for a remote to fill in.
+    partial_clone: bool = False
 
 
 def repo_facts(root: Path) -> RepoFacts:
@@ -190,6 +195,7 @@ def repo_facts(root: Path) -> RepoFacts:
         return RepoFacts()
     facts = RepoFacts(is_git=True, head=git_head(root))
     facts.subfolder = Path(os.fsdecode(top.strip())).resolve() != Path(root).resolve()
+    facts.partial_clone = _is_partial_clone(root)
     shallow_file = git(root, "rev-parse", "--git-path", "shallow")
     if shallow_file:
         path = Path(os.fsdecode(shallow_file.strip()))
@@ -198,6 +204,16 @@ def repo_facts(root: Path) -> RepoFacts:
             facts.boundaries = frozenset(path.read_text(encoding="ascii", errors="replace").split())
             facts.shallow = bool(facts.boundaries)
     return facts
+
+
+def _is_partial_clone(root: Path) -> bool:
+    """Does a promisor remote fill in objects this clone left out (`clone --filter`)?"""
+    out = git(root, "config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$")
+    for line in (out or b"").decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "extensions.partialclone" or value.lower() in ("true", "yes", "on", "1"):
+            return True
+    return False
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:
@@ -284,9 +300,9 @@ def read_log(
     that touch it are read, with paths relative to it. A record that cannot be read is skipped
     and its position appended to `unreadable`: one odd commit must not cost the others. When
     git cannot diff a commit (a missing object) it raises `GitLogFailed`, unless `failure` is a
-    list: then new gits read on past the commits git failed on, within a budget of git starts
-    proportional to the history, and the commits no git read (those it failed on, and any the
-    budget left) come without their diffs, the same in every build, and `failure` says so.
+    list: then new gits read on past the commits git failed on, within a budget proportional to
+    the history, and the commits no git read (those it failed on, and any the budget left) come
+    without their diffs, the same in every build, and `failure` says so.
     """
     facts = facts or repo_facts(root)
     if commits is None:
@@ -316,20 +332,21 @@ def read_log(
             command, changes = _light_command(root, facts.subfolder, token, False), _no_changes
         reads = _Reads([[bounds[k], bounds[k + 1]] for k in range(stretches)], [both] * stretches)
         skipped: list[int] = []  # positions a git failed on
-        untried = 0  # positions the budget of git starts left unread
+        untried = 0  # positions the budget left unread
         first: GitLogFailed | None = None
-        starts, budget = 0, max(_MIN_STARTS, len(commits) // _COMMITS_PER_START)
+        runs, spent = 0, 0.0
+        budget = max(_MIN_RESTART_COST, len(commits) * _RESTART_SHARE)
         while reads.unread:
             yield from _stream(command, commits, reads, folder, token, facts, unreadable, changes)
-            starts += sum(2 if pair else 1 for pair in reads.pairs)
+            runs += sum(2 if pair else 1 for pair in reads.pairs)
             if reads.failed and failure is None:
                 raise reads.failed[min(reads.failed)]
             first = first or (reads.failed[min(reads.failed)] if reads.failed else None)
-            unread, pairs, planned = [], [], starts
+            unread, pairs = [], []
             for low, high in reads.between_failures(skipped):
                 pair = workers > 1 and high - low >= 2 * _MIN_STRETCH
-                planned += 2 if pair else 1
-                if planned <= budget:
+                spent += (2 if pair else 1) * (_START_COST + (high - low) / _LISTED_PER_COMMIT)
+                if spent <= budget and not facts.partial_clone:
                     unread.append([low, high])
                     pairs.append(pair)
                 else:
@@ -337,7 +354,7 @@ def read_log(
                     untried += high - low
             reads = _Reads(unread, pairs)
         if untried:
-            first = GitLogFailed(f"{first}; {untried} left untried after {starts} git starts")
+            first = GitLogFailed(f"{first}; {untried} not tried again after {runs} git runs")
         if first is not None and failure is not None:
             yield from _without_patches(
                 root, facts, commits, sorted(skipped), folder, token, failure, first
