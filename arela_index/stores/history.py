@@ -45,7 +45,7 @@ _MIN_STRETCH = 200
 # however damaged the clone. Measured over a 38,000-commit history: reading a commit (its diff
 # and rows) takes 1.7 ms of CPU, starting git 4 ms (2.5 commits' worth), and git looks up the
 # commits it is given at 13 us each (1/130 of a commit's read). The restarts may cost 5% of
-# reading the whole history, and 50 commits' worth (85 ms) on any: where nearly every commit
+# reading the whole history, and at least 50 commits' worth (85 ms): where nearly every commit
 # fails, they stop after a few runs. A partial (blobless) clone gets none: there each failure
 # makes git walk every object of the clone first (2 s on that history), and nearly every fails.
 _START_COST = 2.5
