@@ -3,6 +3,7 @@
     python benchmarks/bench_audit.py                        # all of /work/bench-repos/pytest
     python benchmarks/bench_audit.py --max-commits 5000     # only the newest 5,000 commits
     python benchmarks/bench_audit.py --builds 3             # three timed ingests and their median
+    python benchmarks/bench_audit.py --repo R --builds 2 --rounds 0   # a damaged clone: same rows?
 
 Targets on 2 cores: at least 2,000 commits/s ingest, at most 5 ms median query.
 """
@@ -10,8 +11,10 @@ Targets on 2 cores: at least 2,000 commits/s ingest, at most 5 ms median query.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import resource
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -60,6 +63,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def digest(folder: Path) -> str:
+    """A fingerprint of every row a build stored, in a fixed order: equal builds, equal prints."""
+    sha = hashlib.sha256()
+    with sqlite3.connect(folder / DB_FILE) as conn:
+        for table in ("commits", "files", "symbols", "decisions", "tags"):
+            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2"):
+                sha.update(repr(row).encode())
+    return sha.hexdigest()[:16]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -75,6 +88,7 @@ def main() -> None:
     scan = scan_repository(args.repo)
     with tempfile.TemporaryDirectory(prefix="arela-bench-") as tmp:
         rates: list[float] = []
+        digests: list[str] = []
         for run in range(args.builds):
             folder = Path(tmp) / f"audit{run}"
             load = os.getloadavg()[0]
@@ -91,9 +105,17 @@ def main() -> None:
             print(f"ingest: {wall:.2f} s wall, {cpu:.2f} s CPU (git + Python) -> {n / wall:,.0f} commits/s "
                   f"(target >= 2,000; {n / cpu:,.0f} per CPU second); "
                   f"database {(folder / DB_FILE).stat().st_size / 1e6:.1f} MB; load {load:.2f} before")  # fmt: skip
+            digests.append(digest(folder))
+            if stats.get("note"):
+                print(f"  note: {stats['note']}")
         if args.builds > 1:
             print(f"ingest median of {args.builds}: {statistics.median(rates):,.0f} commits/s")
+            same = "yes" if len(set(digests)) == 1 else "NO"
+            print(f"rows the same in all {args.builds} builds: {same} ({', '.join(digests)})")
 
+        if not args.rounds:
+            print(f"load average {os.getloadavg()[0]:.2f} at the end")
+            return
         if args.max_commits:
             print(
                 "refresh: not measured (a build limited to the newest commits is rebuilt in full)"
@@ -102,7 +124,6 @@ def main() -> None:
             again = time.perf_counter()
             AuditStore.build(scan, Path(tmp) / "refresh", previous=store, changes=Changes())
             print(f"refresh with no new commits: {time.perf_counter() - again:.2f} s")
-
         vocabulary = Vocabulary(paths=[f.path for f in scan.files], authors=store.authors())
         retriever = AuditLogRetriever(AuditStore.load(folder), vocabulary=vocabulary, top_k=8)
         cold = time.perf_counter()

@@ -41,6 +41,17 @@ _HASH = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _CHUNK = 1 << 20
 # Below this many commits a second git costs more than it saves.
 _MIN_STRETCH = 200
+# When git cannot diff a commit, new gits read on past it, within a budget that keeps them cheap
+# however damaged the clone. Measured over a 38,000-commit history: reading a commit (its diff
+# and rows) takes 1.7 ms of CPU, starting git 4 ms (2.5 commits' worth), and git looks up the
+# commits it is given at 13 us each (1/130 of a commit's read). The restarts may cost 5% of
+# reading the whole history, and at least 50 commits' worth (85 ms): where nearly every commit
+# fails, they stop after a few runs. A partial (blobless) clone gets none: there each failure
+# makes git walk every object of the clone first (2 s on that history), and nearly every fails.
+_START_COST = 2.5
+_LISTED_PER_COMMIT = 130
+_RESTART_SHARE = 0.05
+_MIN_RESTART_COST = 50
 # Symbols kept per commit: a sweeping reformat touches thousands and says nothing about any one.
 MAX_SYMBOLS = 200
 
@@ -173,6 +184,8 @@ class RepoFacts:
     boundaries: frozenset[str] = field(default_factory=frozenset)
     # Set when the indexed folder is a subfolder of the work tree: only its history, its paths.
     subfolder: bool = False
+    # A partial (e.g. blobless) clone: objects are missing by design, for a remote to fill in.
+    partial_clone: bool = False
 
 
 def repo_facts(root: Path) -> RepoFacts:
@@ -182,6 +195,7 @@ def repo_facts(root: Path) -> RepoFacts:
         return RepoFacts()
     facts = RepoFacts(is_git=True, head=git_head(root))
     facts.subfolder = Path(os.fsdecode(top.strip())).resolve() != Path(root).resolve()
+    facts.partial_clone = _is_partial_clone(root)
     shallow_file = git(root, "rev-parse", "--git-path", "shallow")
     if shallow_file:
         path = Path(os.fsdecode(shallow_file.strip()))
@@ -190,6 +204,16 @@ def repo_facts(root: Path) -> RepoFacts:
             facts.boundaries = frozenset(path.read_text(encoding="ascii", errors="replace").split())
             facts.shallow = bool(facts.boundaries)
     return facts
+
+
+def _is_partial_clone(root: Path) -> bool:
+    """Does a promisor remote fill in objects this clone left out (`clone --filter`)?"""
+    out = git(root, "config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$")
+    for line in (out or b"").decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "extensions.partialclone" or value.lower() in ("true", "yes", "on", "1"):
+            return True
+    return False
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:
@@ -276,9 +300,9 @@ def read_log(
     that touch it are read, with paths relative to it. A record that cannot be read is skipped
     and its position appended to `unreadable`: one odd commit must not cost the others. When
     git cannot diff a commit (a missing object) it raises `GitLogFailed`, unless `failure` is a
-    list: then the commits no git read come without their diffs and `failure` says so. A failed
-    git's partner reads on until it meets it: with two gits that leaves the commit git failed on
-    (and what lies between two that both failed on), the same in every build.
+    list: then new gits read on past the commits git failed on, within a budget proportional to
+    the history, and the commits no git read (those it failed on, and any the budget left) come
+    without their diffs, the same in every build, and `failure` says so.
     """
     facts = facts or repo_facts(root)
     if commits is None:
@@ -290,12 +314,6 @@ def read_log(
     both = workers > 1 and len(commits) >= 2 * _MIN_STRETCH
     stretches = min(workers // 2, len(commits) // (2 * _MIN_STRETCH)) if both else 1
     bounds = [len(commits) * i // stretches for i in range(stretches + 1)]
-    # Per stretch, the positions neither git has read yet: [low, high).
-    unread = [[bounds[k], bounds[k + 1]] for k in range(stretches)]
-    lists: list[list[str]] = []
-    for low, high in unread:
-        part = commits[low:high]
-        lists += [part, part[::-1]] if both else [part]
     with tempfile.TemporaryDirectory(prefix="arela-git-") as tmp:
         folder = Path(tmp)
         attributes = folder / "attributes"
@@ -312,34 +330,97 @@ def read_log(
             command, changes = _log_command(root, attributes, facts.subfolder, token), None
         else:
             command, changes = _light_command(root, facts.subfolder, token, False), _no_changes
-        try:
-            yield from _stream(
-                command, lists, unread, both, folder, token, facts, unreadable, changes
+        reads = _Reads([[bounds[k], bounds[k + 1]] for k in range(stretches)], [both] * stretches)
+        skipped: list[int] = []  # positions a git failed on
+        untried = 0  # positions the budget left unread
+        first: GitLogFailed | None = None
+        runs, spent = 0, 0.0
+        budget = max(_MIN_RESTART_COST, len(commits) * _RESTART_SHARE)
+        while reads.unread:
+            yield from _stream(command, commits, reads, folder, token, facts, unreadable, changes)
+            runs += sum(2 if pair else 1 for pair in reads.pairs)
+            if reads.failed and failure is None:
+                raise reads.failed[min(reads.failed)]
+            first = first or (reads.failed[min(reads.failed)] if reads.failed else None)
+            unread, pairs = [], []
+            for low, high in reads.between_failures(skipped):
+                pair = workers > 1 and high - low >= 2 * _MIN_STRETCH
+                spent += (2 if pair else 1) * (_START_COST + (high - low) / _LISTED_PER_COMMIT)
+                if spent <= budget and not facts.partial_clone:
+                    unread.append([low, high])
+                    pairs.append(pair)
+                else:
+                    skipped += range(low, high)
+                    untried += high - low
+            reads = _Reads(unread, pairs)
+        if untried:
+            first = GitLogFailed(f"{first}; {untried} not tried again after {runs} git runs")
+        if first is not None and failure is not None:
+            yield from _without_patches(
+                root, facts, commits, sorted(skipped), folder, token, failure, first
             )
-        except GitLogFailed as exc:
-            if failure is None:
-                raise
-            left = [p for low, high in unread for p in range(low, high)]
-            yield from _without_patches(root, facts, commits, left, folder, token, failure, exc)
+
+
+@dataclass
+class _Reads:
+    """Ranges of positions [low, high) to read, each by one git from its low end, or with `pairs`
+    also by one from its high end until they meet; once read, how the gits that failed ended."""
+
+    unread: list[list[int]]  # per range, the positions not read yet
+    pairs: list[bool]
+    failed: dict[tuple[int, bool], GitLogFailed] = field(default_factory=dict)  # (range, up?)
+    begun: set[tuple[int, bool]] = field(default_factory=set)  # failed after a record began
+    sizes: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sizes = [high - low for low, high in self.unread]
+
+    def between_failures(self, skipped: list[int]) -> list[list[int]]:
+        """The ranges for new gits to read past the commits these failed on, so a missing object
+        costs only the commits that need it; the commits they could not read go to `skipped`.
+
+        A git that had begun the commit it stopped in may have failed on the next one, before
+        writing anything of it (git reads the objects it compares for renames first): that
+        commit is read again alone, and only a git that fails on it alone, or before writing
+        anything, skips a commit. A failed git's partner reads on until it meets it, so the
+        ranges and the commits skipped are the same in every build."""
+        again: list[list[int]] = []
+        for k, (low, high) in enumerate(self.unread):
+            for up in (False, True):
+                if (k, up) not in self.failed or low >= high:
+                    continue
+                stuck = high - 1 if up else low
+                if (k, up) in self.begun and self.sizes[k] > 1:
+                    again.append([stuck, stuck + 1])
+                else:
+                    skipped.append(stuck)
+                low, high = (low, high - 1) if up else (low + 1, high)
+            if any((k, up) in self.failed for up in (False, True)) and low < high:
+                again.append([low, high])
+        return sorted(again)
 
 
 def _stream(
     command: list[str],
-    lists: list[list[str]],
-    unread: list[list[int]],
-    both: bool,
+    hashes: list[str],
+    reads: _Reads,
     folder: Path,
     token: str,
     facts: RepoFacts,
     unreadable: list[int] | None,
-    changes: Callable[[bytes], _Changes] | None = None,
+    changes: Callable[[bytes], _Changes] | None,
 ) -> Iterator[tuple[int, Commit]]:
-    """Run the gits over `lists` and yield (position, commit); `unread` keeps, per stretch, the
-    positions not read yet, so a caller knows them when a git fails."""
+    """Run the gits `reads` asks for over `hashes` and yield (position, commit); `reads` keeps
+    what they left unread and, once every git has ended, which failed and how."""
+    unread, pairs = reads.unread, reads.pairs
+    roles = [
+        (k, up) for k, pair in enumerate(pairs) for up in ((False, True) if pair else (False,))
+    ]
+    lists = [hashes[unread[k][0] : unread[k][1]][:: -1 if up else 1] for k, up in roles]
     splitters = [_Records(_RECORD + token.encode()) for _ in lists]
     with _Gits(command, lists, folder) as gits:
         for i, chunk in gits.chunks():
-            stretch, upward = divmod(i, 2) if both else (i, 0)
+            stretch, upward = roles[i]
             left = unread[stretch]
             for record in splitters[i].feed(chunk) if chunk else splitters[i].finish():
                 low, high = left
@@ -357,12 +438,13 @@ def _stream(
                     continue
                 yield position, commit
             if left[0] >= left[1]:
-                gits.stop(i)
-                gits.stop(i ^ 1)  # its partner, if any
-    if gits.failed:
-        # Raised once every git has ended: a failed git's partner reads on to it, so what is
-        # left unread is the same in every build, not whatever the partner had reached.
-        raise gits.failed[min(gits.failed)]
+                for partner, role in enumerate(roles):
+                    if role[0] == stretch:
+                        gits.stop(partner)
+    # Only once every git has ended: a failed git's partner reads on to it, so what is left
+    # unread is the same in every build, not whatever the partner had reached.
+    reads.failed = {roles[i]: why for i, why in gits.failed.items()}
+    reads.begun = {roles[i] for i in gits.failed if splitters[i].started}
 
 
 def _without_patches(
@@ -383,19 +465,17 @@ def _without_patches(
     for names in (True, False):
         if not todo:
             break
-        unread = [[0, len(todo)]]
+        reads = _Reads([[0, len(todo)]], [False])
         command = _light_command(root, facts.subfolder, token, names)
         changes = _read_names if names else _no_changes
-        try:
-            for k, commit in _stream(
-                command, [[commits[p] for p in todo]], unread, False, folder, token, facts, None,
-                changes,
-            ):  # fmt: skip
-                yield todo[k], commit
+        hashes = [commits[p] for p in todo]
+        for k, commit in _stream(command, hashes, reads, folder, token, facts, None, changes):
+            yield todo[k], commit
+        if reads.failed:
+            todo = todo[reads.unread[0][0] :]
+            lost = f"; {len(todo)} could not be read at all ({reads.failed[0, False]})"
+        else:
             todo = []
-        except GitLogFailed as again:
-            todo = todo[unread[0][0] :]
-            lost = f"; {len(todo)} could not be read at all ({again})"
     failure.append(
         f"git log -p stopped ({exc}): {len(left)} of {len(commits)} commits are kept without "
         f"line counts or changed functions{lost}"
@@ -504,6 +584,11 @@ class _Records:
         self._pending = [records.pop()]
         self._tail = self._pending[0][-keep:]
         return [r for r in records if r]
+
+    @property
+    def started(self) -> bool:
+        """Has a record begun that no marker has ended yet?"""
+        return any(self._pending)
 
     def finish(self) -> list[bytes]:
         last = b"".join(self._pending)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.gitrepo import GitRepo
@@ -286,25 +287,42 @@ def test_a_damaged_repository_gives_a_partial_history(repo: GitRepo, tmp_path: P
     assert stats["commits"] == 3
 
 
+def bulk_commits(repo: GitRepo, count: int, on_top: bool = False, one_file: bool = False) -> None:
+    """`count` commits, each adding a file of 500 lines (or rewriting the same one, with
+    `one_file`), on top of main's commits with `on_top`; objects a test deletes stay loose."""
+    stream = "".join(
+        f"commit refs/heads/main\ncommitter Test <test@example.com> {1704067200 + n} +0000\n"
+        f"data 9\nBulk {n:04d}\n"
+        + ("from refs/heads/main^0\n" if on_top and n == 0 else "")
+        + f"M 644 inline {'bulk.txt' if one_file else f'bulk/{n:04d}.txt'}\ndata <<END\n"
+        + "".join(f"line {k} of part {n}\n" for k in range(500))
+        + "END\n\n"
+        for n in range(count)
+    )
+    subprocess.run(
+        ["git", "-C", str(repo.root), "fast-import", "--quiet"],
+        input=stream, text=True, check=True,
+    )  # fmt: skip
+    repo.git("reset", "-q", "--hard")
+    repo.git("config", "gc.auto", "0")
+
+
+def uncounted(folder: Path) -> list[tuple[str, str]]:
+    """(subject, path) of every changed file stored without line counts, oldest first."""
+    with sqlite3.connect(folder / DB_FILE) as conn:
+        return conn.execute(
+            "SELECT c.subject, f.path FROM files f JOIN commits c ON c.id = f.commit_id "
+            "WHERE f.added IS NULL ORDER BY c.id"
+        ).fetchall()
+
+
 def test_a_damaged_long_history_loses_only_the_diffs_git_cannot_read(
     git_repo: GitRepo, tmp_path: Path
 ) -> None:
     # Enough commits for two gits, one reading from each end, each diff large enough that the
     # upward git is far from the top when the downward one fails there.
     count = 2 * history._MIN_STRETCH
-    stream = "".join(
-        f"commit refs/heads/main\ncommitter Test <test@example.com> {1704067200 + n} +0000\n"
-        f"data 9\nBulk {n:04d}\nM 644 inline bulk/{n:04d}.txt\ndata <<END\n"
-        + "".join(f"line {k} of part {n}\n" for k in range(500))
-        + "END\n\n"
-        for n in range(count)
-    )
-    subprocess.run(
-        ["git", "-C", str(git_repo.root), "fast-import", "--quiet"],
-        input=stream, text=True, check=True,
-    )  # fmt: skip
-    git_repo.git("reset", "-q", "--hard")
-    git_repo.git("config", "gc.auto", "0")  # the damaged blob stays a loose object
+    bulk_commits(git_repo, count)
     git_repo.commit({"notes.txt": "first notes\n"}, "Add notes", date="2024-02-01T10:00:00")
     git_repo.commit({"notes.txt": "second notes\n"}, "Revise notes", date="2024-02-02T10:00:00")
     git_repo.commit({"app.py": "X = 1\n"}, "Add app", date="2024-02-03T10:00:00")
@@ -317,10 +335,108 @@ def test_a_damaged_long_history_loses_only_the_diffs_git_cannot_read(
     assert dump(tmp_path / "a") == dump(tmp_path / "b")
     assert first.stats()["note"] == second.stats()["note"]
     assert f"2 of {count + 3} commits are kept without line counts" in first.stats()["note"]
-    with sqlite3.connect(tmp_path / "a" / DB_FILE) as conn:
-        uncounted = conn.execute(
-            "SELECT c.subject, f.path FROM files f JOIN commits c ON c.id = f.commit_id "
-            "WHERE f.added IS NULL ORDER BY c.id"
-        ).fetchall()
-    assert uncounted == [("Add notes", "notes.txt"), ("Revise notes", "notes.txt")]
+    assert uncounted(tmp_path / "a") == [("Add notes", "notes.txt"), ("Revise notes", "notes.txt")]
     assert first.stats()["commits"] == count + 3
+
+
+def test_commits_between_two_missing_objects_keep_their_line_counts(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    # One object missing at each end of a long history: the gits reading from either end both
+    # fail early, and the hundreds of intact commits between them are read by new gits.
+    git_repo.commit({"early.txt": "first\n"}, "Add early notes", date="2023-12-01T10:00:00")
+    git_repo.commit({"early.txt": "second\n"}, "Revise early notes", date="2023-12-02T10:00:00")
+    count = 2 * history._MIN_STRETCH
+    bulk_commits(git_repo, count, on_top=True)
+    git_repo.commit({"notes.txt": "first notes\n"}, "Add notes", date="2024-02-01T10:00:00")
+    git_repo.commit({"notes.txt": "second notes\n"}, "Revise notes", date="2024-02-02T10:00:00")
+    for blob in (
+        git_repo.git("rev-parse", "HEAD~1:notes.txt").strip(),
+        git_repo.git("rev-parse", f"HEAD~{count + 3}:early.txt").strip(),
+    ):
+        (git_repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+
+    first = build(git_repo.root, tmp_path / "a")
+    build(git_repo.root, tmp_path / "b")
+    assert dump(tmp_path / "a") == dump(tmp_path / "b")
+    assert f"): 4 of {count + 4} commits are kept without line counts" in first.stats()["note"]
+    assert uncounted(tmp_path / "a") == [
+        ("Add early notes", "early.txt"),
+        ("Revise early notes", "early.txt"),
+        ("Add notes", "notes.txt"),
+        ("Revise notes", "notes.txt"),
+    ]
+    # "How many lines did Bulk 0123 add?" has its answer.
+    with sqlite3.connect(tmp_path / "a" / DB_FILE) as conn:
+        counted = conn.execute(
+            "SELECT count(*) FROM files WHERE path LIKE 'bulk/%' AND added = 500 AND removed = 0"
+        ).fetchone()[0]
+    assert counted == count and first.stats()["commits"] == count + 4
+
+
+def test_a_commit_git_fails_on_before_writing_it_costs_only_its_own_line_counts(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    git_repo.commit({"a.txt": "".join(f"{n}\n" for n in range(50))}, "Add a")
+    git_repo.commit({"other.txt": "x\n"}, "Add other")
+    # A file renamed with a change: git reads both versions to pair them before it writes the
+    # commit, so with the new one missing it stops before writing anything of it.
+    b = "".join(f"{n}\n" for n in range(50)) + "extra\n"
+    git_repo.commit({"b.txt": b}, "Rename a to b", delete=("a.txt",))
+    git_repo.commit({"other.txt": "x\ny\n"}, "Grow other")
+    git_repo.commit({"other.txt": "x\ny\nz\n"}, "Grow other again")
+    git_repo.git("config", "gc.auto", "0")
+    blob = git_repo.git("rev-parse", "HEAD:b.txt").strip()
+    (git_repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+
+    store = build(git_repo.root, tmp_path / "a")
+    # The commit git wrote whole just before it stopped keeps its line counts.
+    assert "): 1 of 5 commits are kept without line counts" in store.stats()["note"]
+    assert sorted(uncounted(tmp_path / "a")) == [
+        ("Rename a to b", "a.txt"),
+        ("Rename a to b", "b.txt"),
+    ]
+
+
+@pytest.mark.parametrize("blobless", [True, False], ids=["blobless clone", "blobs deleted"])
+def test_a_clone_missing_most_blobs_costs_a_few_git_runs_and_keeps_every_commit(
+    git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blobless: bool
+) -> None:
+    count = 300
+    git_repo.git("config", "fastimport.unpackLimit", str(10 * count))  # loose objects
+    bulk_commits(git_repo, count, one_file=True)  # only the last version is checked out
+    root = git_repo.root
+    if blobless:
+        git_repo.git("config", "uploadpack.allowFilter", "true")
+        root = tmp_path / "clone"
+        subprocess.run(
+            ["git", "clone", "-q", "--filter=blob:none", git_repo.root.as_uri(), str(root)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        git_repo.root.rename(tmp_path / "gone")  # offline: git cannot fetch a missing blob
+    else:
+        last = git_repo.git("rev-parse", "HEAD:bulk.txt").strip()
+        for line in git_repo.git("rev-list", "--objects", "--all").splitlines():
+            blob, _, path = line.partition(" ")
+            if path == "bulk.txt" and blob != last:
+                (root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    runs: list[list[str]] = []
+    popen = subprocess.Popen
+
+    def counted(args: list[str], *rest: Any, **options: Any) -> subprocess.Popen[bytes]:
+        if "-p" in args:
+            runs.append(args)
+        return popen(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "Popen", counted)
+    first = build(root, tmp_path / "a")
+    # Every commit fails: a git started past each would mean a run per commit (each reading the
+    # rest of the list), but a few runs tell enough, and every commit is kept with its file.
+    assert len(runs) <= 20
+    build(root, tmp_path / "b")
+    assert dump(tmp_path / "a") == dump(tmp_path / "b")
+    note = first.stats()["note"]
+    assert f"): {count} of {count} commits are kept without line counts" in note
+    assert "not tried again after" in note
+    assert first.stats()["commits"] == count
+    assert len(uncounted(tmp_path / "a")) == count
