@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
     from arela_index.selectors.arela_selector import ArelaSelector
+    from arela_index.stores.graph import GraphStore
     from arela_index.stores.graph_table import GraphTable
 
 
@@ -436,20 +437,38 @@ class ArelaIndex:
         from arela_index.retrievers.code import CodeMemoryRetriever
 
         return CodeMemoryRetriever(
-            self.code, self.embed_model, top_k=self._top_k(top_k), callers=self._caller_files
+            self.code,
+            self.embed_model,
+            top_k=self._top_k(top_k),
+            callers=self._caller_files,
+            neighbours=self._neighbour_files,
         )
 
     def _caller_files(self, symbols: list[str]) -> dict[str, set[str]]:
         """The files calling each of `symbols`, by the graph memory (none without one): a
         question about tests ranks the tests that call the code it describes. Until the graph
         is read, its table alone answers (checked against the manifest by itself)."""
-        from arela_index.stores.graph import table_caller_files
+        from arela_index.stores.graph import GraphStore, table_caller_files
 
+        return self._by_graph(symbols, table_caller_files, GraphStore.caller_files)
+
+    def _neighbour_files(self, symbols: list[str]) -> dict[str, set[str]]:
+        """The files calling or called by each of `symbols`, as `_caller_files` reads them."""
+        from arela_index.stores.graph import GraphStore, table_neighbour_files
+
+        return self._by_graph(symbols, table_neighbour_files, GraphStore.neighbour_files)
+
+    def _by_graph(
+        self,
+        symbols: list[str],
+        by_table: Callable[[GraphTable, list[str]], dict[str, set[str]]],
+        by_store: Callable[[GraphStore, list[str]], dict[str, set[str]]],
+    ) -> dict[str, set[str]]:
         if "graph" not in self.available_memories():
             return {}
         if "graph" not in self._stores and self._graph_table is not None:
-            return table_caller_files(self._graph_table, symbols)
-        return self.graph.caller_files(symbols)
+            return by_table(self._graph_table, symbols)
+        return by_store(self.graph, symbols)
 
     @cached_property
     def _graph_table(self) -> GraphTable | None:

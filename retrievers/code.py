@@ -107,7 +107,8 @@ class CodeMemoryRetriever(MemoryRetriever):
     chunk ranked first by both the sparse and the dense ranking scores 1.0, first by one of two
     0.5. The embedder must be the model that made the store's vectors. `callers` (the graph
     memory's `caller_files`) lets a question about tests rank the tests that call the code it
-    describes.
+    describes, and `neighbours` (its `neighbour_files`) a question that ranks source first rank
+    the files calling or called by the code it matches.
 
     >>> retriever = CodeMemoryRetriever(CodeStore.load(path), top_k=5)  # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]  # doctest: +SKIP
@@ -122,12 +123,14 @@ class CodeMemoryRetriever(MemoryRetriever):
         candidates: int = CANDIDATES,
         callback_manager: CallbackManager | None = None,
         callers: Callers | None = None,
+        neighbours: Callers | None = None,
     ) -> None:
         super().__init__(callback_manager)
         if top_k < 1:
             raise ArelaError(f"top_k must be at least 1, got {top_k}")
         self._store = store
         self._callers = callers
+        self._neighbours = neighbours
         self.top_k = top_k
         self.failures: list[str] = []
         self._candidates = max(candidates, top_k)
@@ -203,7 +206,9 @@ class CodeMemoryRetriever(MemoryRetriever):
             and self._about_tests.decide(self._search.test_evidence(question))
         )
         callers = self._callers if about_tests else None
-        return self._search.rank(question, candidates, source_first, about_tests, callers)
+        return self._search.rank(
+            question, candidates, source_first, about_tests, callers, self._neighbours
+        )
 
     def _held(self, question: str, positions: Sequence[int]) -> list[float]:
         """The share of the question's weight each chunk holds: the idf of the question's

@@ -53,6 +53,14 @@ CARD_WEIGHT = 1.0
 # leave-one-repository-out on the tune sets (scripts/fit_ranking.py).
 TESTED_WEIGHT = 0.25
 TESTED_SYMBOLS = 20
+# A question that ranks source first ranks source files by the graph's neighbourhood of the
+# source it matches: each of the NEIGHBOUR_SYMBOLS best source chunks' symbols credits its own
+# file and the files of its callers and callees, as TESTED_* credits tests, a ranking of files of
+# this weight beside the file ranking's 1 (0: none), fitted leave-one-repository-out on the tune
+# sets (scripts/fit_ranking.py). A description says what code does; the code it names is often
+# reached through what calls it, or what it calls, in files sharing fewer of its words.
+NEIGHBOUR_WEIGHT = 1.0
+NEIGHBOUR_SYMBOLS = 10
 # A question this long is an issue report or a pasted traceback: what fixes it is source code,
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
@@ -536,6 +544,7 @@ class CodeSearch:
         self._prose = ~(source | tests)[self._file_of]  # not source, and not a test either
         self._test = tests[self._file_of]
         self._test_files = tests
+        self._source_files = source
         self._leans: dict[int, tuple[float, int]] = {}  # each term's, read once
         self._tests = int(np.count_nonzero(self._test))
         self._sources = int(np.count_nonzero(~self._not_source))
@@ -555,6 +564,7 @@ class CodeSearch:
         source_first: bool | None = None,
         about_tests: bool = False,
         callers: Callers | None = None,
+        neighbours: Callers | None = None,
     ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files and, for a question that ranks source first (below), among files by their best
@@ -565,7 +575,9 @@ class CodeSearch:
         tests lower, and with `callers` (the files calling each of some symbols: the graph's)
         adds the ranking of test files by their calls into the source it matches (`TESTED_*`);
         else a long question, or any when `source_first`, ranks chunks of prose,
-        configuration and tests lower (`source_first=False`: never)."""
+        configuration and tests lower (`source_first=False`: never), and with `neighbours` (the
+        files calling or called by each of some symbols: the graph's) adds the ranking of source
+        files by the neighbourhood of the source it matches (`NEIGHBOUR_*`)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -581,8 +593,11 @@ class CodeSearch:
             cards = self._sparse.card_scores(terms)
             self._add_files(fused, ranked_chunks, scores, cards, CARD_WEIGHT, candidates)
         if about_tests and TESTED_WEIGHT and callers is not None:
-            tested = self._tested(scores, callers)
+            tested = self._linked(scores, TESTED_SYMBOLS, callers, self._test_files, False)
             self._add_files(fused, ranked_chunks, scores, tested, TESTED_WEIGHT, candidates)
+        if source_first and NEIGHBOUR_WEIGHT and neighbours is not None:
+            near = self._linked(scores, NEIGHBOUR_SYMBOLS, neighbours, self._source_files, True)
+            self._add_files(fused, ranked_chunks, scores, near, NEIGHBOUR_WEIGHT, candidates)
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
             fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         for ranking in self._named(question):
@@ -619,21 +634,26 @@ class CodeSearch:
             if chunk not in chosen and scores[chunk] > 0:
                 fused[chunk] = fused.get(chunk, 0.0) + weight / (RRF_K + files[file])
 
-    def _tested(self, scores: np.ndarray, callers: Callers) -> np.ndarray:
-        """Each test file's credit for calling the source the question matches, files in
-        `paths` order (0 for the others)."""
-        best = top(np.where(self._not_source, 0.0, scores), TESTED_SYMBOLS).tolist()
+    def _linked(
+        self, scores: np.ndarray, count: int, linked: Callers, among: np.ndarray, own: bool
+    ) -> np.ndarray:
+        """Each file of `among` (a mask over `paths`) credited by the `count` source chunks
+        the question matches best: a chunk's symbol credits the files `linked` names for it (and
+        with `own` the chunk's file) by its rank times its idf over the files of `among` (linked
+        to a few says more than linked to all); files in `paths` order, 0 for the others."""
+        best = top(np.where(self._not_source, 0.0, scores), count).tolist()
         symbols = [str(self._chunks[c].metadata.get("symbol") or "") for c in best]
-        calling = callers([s for s in symbols if s])
-        number, tests = self._numbers, self._test_files
-        count = int(np.count_nonzero(tests))
-        tested = np.zeros(len(self._sparse.paths))
-        for rank, symbol in enumerate(symbols):
-            found = {number[p] for p in calling.get(symbol, ()) if p in number}
-            files = sorted(f for f in found if tests[f])
+        links = linked([s for s in symbols if s])
+        number, total = self._numbers, int(np.count_nonzero(among))
+        credit = np.zeros(len(self._sparse.paths))
+        for rank, (chunk, symbol) in enumerate(zip(best, symbols, strict=True)):
+            found = {number[p] for p in links.get(symbol, ()) if p in number}
+            if own:
+                found.add(int(self._file_of[chunk]))
+            files = sorted(f for f in found if among[f])
             if files:
-                tested[files] += bm25_idf(len(files), count) / (RRF_K + rank)
-        return tested
+                credit[files] += bm25_idf(len(files), total) / (RRF_K + rank)
+        return credit
 
     @cached_property
     def _numbers(self) -> dict[str, int]:

@@ -425,6 +425,19 @@ class GraphStore:
             return table_caller_files(self._table, qualnames)
         return _caller_files(qualnames, self._external_names, self._caller_paths)
 
+    def neighbour_files(self, qualnames: Iterable[str]) -> dict[str, set[str]]:
+        """The files of the symbols calling or called by each of `qualnames`
+        (`table_neighbour_files`)."""
+        if self._table is not None:
+            return table_neighbour_files(self._table, qualnames)
+        found = self.caller_files(qualnames)
+        for name in dict.fromkeys(qualnames):
+            for link in self._out(name, "calls"):
+                path = self._paths.get(link.symbol)
+                if path:
+                    found.setdefault(name, set()).add(path)
+        return found
+
     def _external_names(self, lasts: list[str]) -> list[str]:
         return [name for last in lasts for name in self._external_ends_by_last.get(last, ())]
 
@@ -615,8 +628,18 @@ def table_caller_files(table: GraphTable, qualnames: Iterable[str]) -> dict[str,
     and calls to an outside name of its package that ends in its name (`httpx.post` for
     `httpx._api.post`: a call through a package's re-export is left unresolved)."""
     return _caller_files(
-        qualnames, partial(_batched, table.externals_named), partial(_batched, table.caller_paths)
+        qualnames, partial(_batched, table.externals_named), partial(_batched, table.call_paths)
     )
+
+
+def table_neighbour_files(table: GraphTable, qualnames: Iterable[str]) -> dict[str, set[str]]:
+    """The files of the symbols calling or called by each of `qualnames`, from the graph's table
+    alone: its callers' files (`table_caller_files`) and the files defining what it calls."""
+    wanted = list(dict.fromkeys(qualnames))
+    found = table_caller_files(table, wanted)
+    for caller, path in _batched(partial(table.call_paths, callers=False), wanted):
+        found.setdefault(caller, set()).add(path)
+    return found
 
 
 def _caller_files(

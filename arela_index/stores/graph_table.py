@@ -175,15 +175,17 @@ class GraphTable:
         )
         return [(self._text(v), _line(self._json(data).get("line"))) for v, data in rows]
 
-    def caller_paths(self, names: list[str]) -> list[tuple[str, str]]:
-        """(callee, a caller's file) for each file calling one of `names`, each pair once."""
+    def call_paths(self, names: list[str], callers: bool = True) -> list[tuple[str, str]]:
+        """(name, a file) for each file calling one of `names` (`callers`) or defining a symbol
+        one of them calls (not `callers`), each pair once."""
+        named, other = ("target", "source") if callers else ("source", "target")
         marks = ", ".join("?" * len(names))
         rows = self._all(
-            "SELECT DISTINCT e.target, n.path FROM edges e JOIN nodes n ON n.name = e.source"
-            f" WHERE e.target IN ({marks}) AND e.relation = 'calls' AND n.path IS NOT NULL",
+            f"SELECT DISTINCT e.{named}, n.path FROM edges e JOIN nodes n ON n.name = e.{other}"
+            f" WHERE e.{named} IN ({marks}) AND e.relation = 'calls' AND n.path IS NOT NULL",
             tuple(names),
         )
-        return [(self._text(v), self._text(path)) for v, path in rows]
+        return [(self._text(name), self._text(path)) for name, path in rows]
 
     def externals_named(self, lasts: list[str]) -> list[str]:
         """The outside names whose last part is one of `lasts`."""

@@ -1,0 +1,117 @@
+"""A description of what code does finds the function that does it through the code around it:
+the source it matches best names, by the graph's calls, the files its callers and callees are in.
+A helper that the question describes but in few of its words comes ahead of a module that shares
+more of them and that no matching code calls, which comes first without the neighbourhood."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.engine_repos import cited_files, one_commit_index
+
+import arela_index.stores.code_search as code_search
+from arela_index.index import ArelaIndex
+from arela_index.ingest.scanner import scan_repository
+from arela_index.stores.graph import GraphStore, table_neighbour_files
+
+HASHING = '''"""Small helpers for text and bytes."""
+
+import hashlib
+import os
+
+
+def salted_digest(secret, salt=None):
+    """A SHA-256 digest of `secret` with a random salt in front."""
+    salt = salt or os.urandom(16)
+    return salt + hashlib.sha256(salt + secret.encode()).digest()
+'''
+
+SIGNUP = '''"""Signing up new members."""
+
+from app.hashing import salted_digest
+
+
+def register(members, name, password):
+    """Store a new member: the password is kept only as a hash, never in plain text."""
+    members[name] = salted_digest(password)
+    return members[name]
+'''
+
+RESET = '''"""Resetting a member's forgotten password."""
+
+from app.hashing import salted_digest
+
+
+def reset_password(members, name, password):
+    """Store the member's new password as a hash in place of the old one."""
+    members[name] = salted_digest(password)
+    return members[name]
+'''
+
+# Says more of the question's words than the helper does; nothing that matches calls it.
+LEGACY = '''"""Rows of the old site, read once while members move over."""
+
+
+def old_password_hash(row):
+    """The password hash the old site kept for a member: an unsalted MD5, read but never stored
+    again."""
+    return row["md5"]
+'''
+
+OTHERS = {
+    f"src/app/{verb}.py": f'def {verb}_rows(rows):\n    """{verb.title()} the rows."""\n    return rows\n'
+    for verb in ("parse", "join", "sort", "count", "split", "merge", "print", "check")
+}
+
+FILES: dict[str, str | bytes] = {
+    "README.md": "# app\n\nMembers and their passwords.\n",
+    "src/app/__init__.py": "",
+    "src/app/hashing.py": HASHING,
+    "src/app/signup.py": SIGNUP,
+    "src/app/reset.py": RESET,
+    "src/app/legacy.py": LEGACY,
+    **OTHERS,
+}
+
+QUESTION = "which function hashes passwords with a salt before they are stored?"
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
+    return one_commit_index(tmp_path_factory.mktemp("neighbourhood"), "app", FILES)
+
+
+def _cited(index: ArelaIndex) -> list[str]:
+    return cited_files(index.code_retriever(top_k=8).search(QUESTION, source_first=True))
+
+
+def test_the_helper_its_callers_call_comes_before_a_module_sharing_more_words(
+    index: ArelaIndex,
+) -> None:
+    files = _cited(index)
+    assert files.index("src/app/hashing.py") < files.index("src/app/legacy.py")
+
+
+def test_without_the_neighbourhood_the_module_sharing_more_words_comes_first(
+    index: ArelaIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(code_search, "NEIGHBOUR_WEIGHT", 0.0)
+    files = _cited(index)
+    assert files.index("src/app/legacy.py") < files.index("src/app/hashing.py")
+
+
+def test_the_table_and_the_graph_name_the_same_neighbours(
+    index: ArelaIndex, tmp_path: Path
+) -> None:
+    symbols = ["app.hashing.salted_digest", "app.signup.register", "app.legacy.old_password_hash"]
+    expected = {
+        "app.hashing.salted_digest": {"src/app/signup.py", "src/app/reset.py"},
+        "app.signup.register": {"src/app/hashing.py"},
+    }
+    table = GraphStore.load(index.folder / "graph")._table
+    assert table is not None
+    assert table_neighbour_files(table, symbols) == expected
+    built = GraphStore.build(scan_repository(index.root), tmp_path / "graph")
+    assert built._table is None  # the graph in memory, as a build leaves it
+    assert built.neighbour_files(symbols) == expected
