@@ -1,8 +1,8 @@
 """The graph memory: symbols and their defines/calls/imports/inherits edges.
 
-Built in networkx, saved as an adjacency table (`graph_table`); a loaded store answers a
-question from the table's rows for its symbols, and reads the whole graph into networkx only
-when asked for `graph` (benchmarks and tools that walk it all; no question does).
+Resolved into rows and saved as an adjacency table (`graph_table`); a store answers a question
+from the table's rows for its symbols, and reads the whole graph into networkx only when asked
+for `graph` (benchmarks and tools that walk it all; no question, and no build, does).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from arela_index.stores.graph_table import TABLE_FILE, GraphTable, write_table
 from arela_index.stores.links import link_memory
 from arela_index.stores.stats import FAILED, PARSER_CRASHES
 
-if TYPE_CHECKING:  # imported where a graph is made: a question reads the table, not networkx
+if TYPE_CHECKING:  # imported where a graph is read whole: a question reads the table
     import networkx as nx
 
 RELATIONS = ("defines", "calls", "imports", "inherits")
@@ -64,59 +64,40 @@ class GraphStore:
 
     def __init__(
         self,
-        graph: nx.MultiDiGraph | None,
+        table: GraphTable | None,
         files: dict[str, FileSymbols] | None = None,
         digests: dict[str, str] | None = None,
         symbols_file: Path | None = None,
-        table: GraphTable | None = None,
     ) -> None:
-        if graph is None:
-            assert table is not None, "a store is a graph or a table"
-            attrs = table.attrs
-        else:
-            attrs = graph.graph
-        self._graph = graph
-        self._table = table
+        self._rows = table  # None: a refresh's previous graph, its files' symbols alone
+        self._graph: nx.MultiDiGraph | None = None
         self._files = files
         self._digests = digests
         self._symbols_file = symbols_file
         self._trigrams: dict[str, set[str]] | None = None
-        self._external_ends: dict[str, list[str]] | None = None
-        self._attrs: dict[str, Any] = attrs
-        if files is not None:
-            self._attrs["files"] = {
-                p: {"module": f.module, "language": f.language, "error": f.error}
-                for p, f in sorted(files.items())
-            }
+        self._attrs: dict[str, Any] = table.attrs if table is not None else {}
         self._index()
 
     @property
+    def _table(self) -> GraphTable:
+        assert self._rows is not None, "a refresh's previous graph answers no question"
+        return self._rows
+
+    @property
     def graph(self) -> nx.MultiDiGraph:
-        """The whole graph in networkx; a loaded store reads it from its table on first use."""
+        """The whole graph in networkx, read from its table on first use."""
         if self._graph is None:
-            assert self._table is not None
             self._graph = self._table.graph()
         return self._graph
 
     def _node(self, qualname: str) -> dict[str, Any] | None:
-        if self._table is not None:
-            return self._table.node(qualname)
-        return self.graph.nodes.get(qualname)
+        return self._table.node(qualname)
 
     def _adjacent(
         self, qualname: str, relation: str, incoming: bool
     ) -> list[tuple[str, dict[str, Any], str | None]]:
         """Neighbours through `relation`, each with the edge's data and its source's file."""
-        if self._table is not None:
-            return self._table.links(qualname, relation, incoming)
-        if qualname not in self.graph:
-            return []
-        paths = self._paths
-        return [
-            (other, data, paths.get(other if incoming else qualname))
-            for other, keyed in (self.graph.pred if incoming else self.graph.succ)[qualname].items()
-            if (data := keyed.get(relation)) is not None
-        ]
+        return self._table.links(qualname, relation, incoming)
 
     @property
     def files(self) -> dict[str, FileSymbols]:
@@ -175,16 +156,18 @@ class GraphStore:
                 # No source file changed (prose, configuration, history did): the same graph.
                 link_memory(previous._symbols_file.parent, directory)
                 return cls.load(directory)
-        import networkx as nx
-
         files, digests = _current_files(scan, previous, changes, parsed)
         try:
-            graph = _graph(files.values())
+            rows = _rows(files.values())
         except Exception as exc:
-            graph = nx.MultiDiGraph(failed=f"{type(exc).__name__}: {printable(str(exc), 200)}")
-        store = cls(graph, files, digests)
-        store.save(directory)
-        return store
+            failed = f"{type(exc).__name__}: {printable(str(exc), 200)}"
+            rows = _Rows({"failed": failed}, {}, [])
+        rows.attrs["files"] = {
+            p: {"module": f.module, "language": f.language, "error": f.error}
+            for p, f in sorted(files.items())
+        }
+        _save(directory, rows, files, digests)
+        return cls(GraphTable.open(directory / TABLE_FILE), files, digests)
 
     @classmethod
     def patch(
@@ -207,27 +190,12 @@ class GraphStore:
             previous._symbols_file.parent, directory, previous.files, files, digests
         )
 
-    def save(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        write_table(self.graph, directory / TABLE_FILE)
-        symbols = {
-            "format": FORMAT,
-            "files": (
-                {**self.files[p].to_json(), "sha256": self.digests.get(p)}
-                for p in sorted(self.files)
-            ),
-        }
-        write_json(directory / SYMBOLS_FILE, symbols)
-        write_json(directory / NAMES_FILE, {"format": FORMAT, "symbols": self._defined})
-
     @classmethod
     def previous(cls, directory: Path) -> GraphStore:
         """What a refresh needs of the graph it replaces: the per-file extractions, not the
         graph itself (which a refresh resolves anew, and which would double its memory)."""
-        import networkx as nx
-
         path = directory / SYMBOLS_FILE
-        store = cls(nx.MultiDiGraph(), symbols_file=path)
+        store = cls(None, symbols_file=path)
         # Other references are made when a file's extraction is taken whole (`_current_files`).
         store._load_symbols(inherits_only=True)
         assert store._files is not None
@@ -247,7 +215,7 @@ class GraphStore:
         table = GraphTable.open(directory / TABLE_FILE)
         if not (directory / SYMBOLS_FILE).is_file():
             raise corrupt(directory / SYMBOLS_FILE, "missing")
-        return cls(None, symbols_file=directory / SYMBOLS_FILE, table=table)
+        return cls(table, symbols_file=directory / SYMBOLS_FILE)
 
     # -- facts for others --------------------------------------------------------------------
 
@@ -255,11 +223,7 @@ class GraphStore:
         return not self._defined
 
     def stats(self) -> dict[str, Any]:
-        if self._table is not None:
-            edges, nodes = self._table.edge_counts(), self._table.node_count()
-        else:
-            edges = Counter(key for _, _, key in self.graph.edges(keys=True))
-            nodes = self.graph.number_of_nodes()
+        edges, nodes = self._table.edge_counts(), self._table.node_count()
         files = self._attrs.get("files", {})
         failures = {p: f["error"] for p, f in files.items() if f.get("error")}
         crashes = sorted(p for p, error in failures.items() if error.startswith(CRASH_MARK))
@@ -331,24 +295,8 @@ class GraphStore:
         return [], "none"
 
     def _externals_ending(self, name: str) -> list[str]:
-        last = name.rpartition(".")[2]
-        if self._table is not None:
-            named = self._table.externals_ending(last)
-        else:
-            named = self._external_ends_by_last.get(last, [])
+        named = self._table.externals_ending(name.rpartition(".")[2])
         return sorted(q for q in named if q == EXTERNAL + name or q.endswith("." + name))
-
-    @property
-    def _external_ends_by_last(self) -> dict[str, list[str]]:
-        """The graph's outside names by their last part (built on first use, as the trigrams
-        are)."""
-        if self._external_ends is None:
-            ends: dict[str, list[str]] = defaultdict(list)
-            for node, data in self.graph.nodes(data=True):
-                if data.get("kind") == "external":
-                    ends[node.rpartition(".")[2].removeprefix(EXTERNAL)].append(node)
-            self._external_ends = ends
-        return self._external_ends
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
         """Symbols whose name is spelled most like `name` (a typo, a plural); a dotted mention
@@ -400,11 +348,6 @@ class GraphStore:
     def _out(self, qualname: str, relation: str) -> list[Link]:
         return self._links(qualname, relation, incoming=False)
 
-    @cached_property
-    def _paths(self) -> dict[str, str]:
-        """Each symbol's file, for the edges that do not name one themselves."""
-        return {n: a["path"] for n, a in self.graph.nodes(data=True) if a.get("path")}
-
     def callers(self, qualname: str) -> list[Link]:
         """Symbols that call this one: resolved calls, then calls that only match its name."""
         links = self._in(qualname, "calls")
@@ -421,28 +364,12 @@ class GraphStore:
 
     def caller_files(self, qualnames: Iterable[str]) -> dict[str, set[str]]:
         """The files whose symbols call each of `qualnames` (`table_caller_files`)."""
-        if self._table is not None:
-            return table_caller_files(self._table, qualnames)
-        return _caller_files(qualnames, self._external_names, self._caller_paths)
+        return table_caller_files(self._table, qualnames)
 
     def neighbour_files(self, qualnames: Iterable[str]) -> dict[str, set[str]]:
         """The files of the symbols calling or called by each of `qualnames`
         (`table_neighbour_files`)."""
-        if self._table is not None:
-            return table_neighbour_files(self._table, qualnames)
-        found = self.caller_files(qualnames)
-        for name in dict.fromkeys(qualnames):
-            for link in self._out(name, "calls"):
-                path = self._paths.get(link.symbol)
-                if path:
-                    found.setdefault(name, set()).add(path)
-        return found
-
-    def _external_names(self, lasts: list[str]) -> list[str]:
-        return [name for last in lasts for name in self._external_ends_by_last.get(last, ())]
-
-    def _caller_paths(self, names: list[str]) -> list[tuple[str, str]]:
-        return [(name, x.path) for name in names for x in self._in(name, "calls") if x.path]
+        return table_neighbour_files(self._table, qualnames)
 
     def callees(self, qualname: str) -> list[Link]:
         return self._out(qualname, "calls")
@@ -558,12 +485,7 @@ class GraphStore:
 
     def _index(self) -> None:
         """What every store needs at once; name and call indexes wait for the first question."""
-        if self._table is not None:
-            self._defined = self._table.defined()
-        else:
-            self._defined = sorted(
-                n for n, a in self.graph.nodes(data=True) if a.get("kind") != "external"
-            )
+        self._defined = self._rows.defined() if self._rows is not None else []
         self._modules_by_path = {
             path.lower(): info["module"]
             for path, info in self._attrs.get("files", {}).items()
@@ -597,18 +519,7 @@ class GraphStore:
     def _calls_from(self, qualname: str) -> list[tuple[str, int | None]]:
         """What `qualname` calls in the repository: one indexed query per step of a path search
         on a table (a few hundred rows even on a large repository), not the whole graph."""
-        if self._table is not None:
-            return self._table.calls_out(qualname)
-        return self._calls_out.get(qualname, [])
-
-    @cached_property
-    def _calls_out(self) -> dict[str, list[tuple[str, int | None]]]:
-        nodes = self.graph.nodes
-        found: dict[str, list[tuple[str, int | None]]] = defaultdict(list)
-        for u, v, key, line in self.graph.edges(keys=True, data="line"):
-            if key == "calls" and nodes[v].get("kind") != "external":
-                found[u].append((v, line))
-        return found
+        return self._table.calls_out(qualname)
 
 
 def _most_shared(shared: Counter[str], most: int = 50, ties: int = 500) -> list[str]:
@@ -721,35 +632,41 @@ def _extract(source: SourceFile) -> FileSymbols:
     return extract_symbols(source, text)
 
 
-def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
-    """A node per definition (the first wins a shared name) and external name; typed edges."""
-    import networkx as nx
+@dataclass
+class _Rows:
+    """A graph as its table's rows: its attributes, each node's, and each edge as (source,
+    target, relation, attributes), grouped by source in node order, then by target as first
+    met (the order networkx walks a graph in, which earlier builds wrote theirs in)."""
 
+    attrs: dict[str, Any]
+    nodes: dict[str, dict[str, Any]]
+    edges: list[tuple[str, str, str, dict[str, Any]]]
+
+
+def _rows(files: Iterable[FileSymbols]) -> _Rows:
+    """A node per definition (the first wins a shared name) and external name; typed edges."""
     resolver = Resolver(files)
-    graph = nx.MultiDiGraph()
+    defs = resolver.defs
     language = {fs.path: fs.language for fs in resolver.files}
-    graph.add_nodes_from(
-        (
-            q,
-            {
-                "kind": d.kind,
-                "name": d.name,
-                "path": d.path,
-                "start_line": d.start_line,
-                "end_line": d.end_line,
-                "signature": d.signature,
-                "doc": d.doc,
-                "parent": d.parent,
-                "language": language[d.path],
-            },
-        )
-        for q, d in resolver.defs.items()
-    )
+    nodes: dict[str, dict[str, Any]] = {
+        q: {
+            "kind": d.kind,
+            "name": d.name,
+            "path": d.path,
+            "start_line": d.start_line,
+            "end_line": d.end_line,
+            "signature": d.signature,
+            "doc": d.doc,
+            "parent": d.parent,
+            "language": language[d.path],
+        }
+        for q, d in defs.items()
+    }
     module_at = {fs.path: fs.module for fs in resolver.files}
     edges = [
         Edge(parent, qualname, "defines", d.start_line, True, d.path)
-        for qualname, d in resolver.defs.items()
-        if (parent := d.parent if d.parent in resolver.defs else module_at.get(d.path))
+        for qualname, d in defs.items()
+        if (parent := d.parent if d.parent in defs else module_at.get(d.path))
         and parent != qualname
         and d.kind != "module"
     ]
@@ -768,15 +685,37 @@ def _graph(files: Iterable[FileSymbols]) -> nx.MultiDiGraph:
         else:
             data["count"] += 1
             data["resolved"] = data["resolved"] or edge.resolved
-    defs = resolver.defs
-    for (u, v, _), data in merged.items():
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = defaultdict(dict)
+    for (u, v, relation), data in merged.items():
         for end in (u, v):
-            if end not in defs and end not in graph:
-                graph.add_node(end, kind="external", name=end.removeprefix(EXTERNAL))
+            if end not in nodes:
+                nodes[end] = {"kind": "external", "name": end.removeprefix(EXTERNAL)}
         if u in defs and defs[u].path == data["path"]:  # kept only where it differs
             del data["path"]
-    graph.add_edges_from((u, v, relation, data) for (u, v, relation), data in merged.items())
-    return graph
+        out[u].setdefault(v, {})[relation] = data
+    rows = [
+        (u, v, relation, data)
+        for u in nodes
+        if u in out
+        for v, keyed in out[u].items()
+        for relation, data in keyed.items()
+    ]
+    return _Rows({}, nodes, rows)
+
+
+def _save(
+    directory: Path, rows: _Rows, files: Mapping[str, FileSymbols], digests: Mapping[str, str]
+) -> None:
+    """The graph's table, its files' symbols and the names of the symbols it defines."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_table(directory / TABLE_FILE, rows.attrs, rows.nodes.items(), rows.edges)
+    symbols = {
+        "format": FORMAT,
+        "files": ({**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)),
+    }
+    write_json(directory / SYMBOLS_FILE, symbols)
+    defined = sorted(q for q, a in rows.nodes.items() if a["kind"] != "external")
+    write_json(directory / NAMES_FILE, {"format": FORMAT, "symbols": defined})
 
 
 def _read_json(path: Path) -> Any:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from posixpath import dirname
+from typing import NamedTuple
 
 from arela_index.parsing.symbols import (
     CALLABLE_KINDS,
@@ -42,8 +42,9 @@ _BUILTIN_METHODS = frozenset(
 _MAX_FOLLOW = 6
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):
+    """One reference resolved (a tuple: a large repository's build makes hundreds of thousands)."""
+
     source: str
     target: str
     relation: str

@@ -13,7 +13,7 @@ import json
 import shutil
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,26 +40,29 @@ CREATE INDEX nodes_last ON nodes (last) WHERE kind = 'external';
 """
 
 
-def write_table(graph: nx.MultiDiGraph, path: Path) -> None:
-    """The table of `graph` at `path` (rows in the graph's own order: the same bytes per graph)."""
+def write_table(
+    path: Path,
+    attrs: dict[str, Any],
+    nodes: Iterable[tuple[str, dict[str, Any]]],
+    edges: Iterable[tuple[str, str, str, dict[str, Any]]],
+) -> None:
+    """The table of a graph at `path`: its attributes, its nodes and its (source, target,
+    relation, attributes) edges, rows in the order given (the same bytes per graph)."""
     path.unlink(missing_ok=True)
     conn = sqlite3.connect(path)
     try:
         conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         conn.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [("format", str(FORMAT)), ("graph", compact_json(graph.graph))],
+            [("format", str(FORMAT)), ("graph", compact_json(attrs))],
         )
         conn.executemany(
             "INSERT INTO nodes VALUES (?, ?, ?, ?, ?)",
-            (
-                (n, a.get("kind"), _last(n), a.get("path"), compact_json(a))
-                for n, a in graph.nodes(data=True)
-            ),
+            ((n, a.get("kind"), _last(n), a.get("path"), compact_json(a)) for n, a in nodes),
         )
         conn.executemany(
             "INSERT INTO edges VALUES (?, ?, ?, ?)",
-            ((u, v, k, compact_json(d)) for u, v, k, d in graph.edges(keys=True, data=True)),
+            ((u, v, k, compact_json(d)) for u, v, k, d in edges),
         )
         conn.executescript(_INDEXES)
         conn.commit()

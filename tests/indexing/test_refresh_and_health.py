@@ -266,7 +266,7 @@ def test_a_memory_whose_building_fails_is_saved_empty_and_named(
         raise RuntimeError("disk on fire \x00\x1e\xff")
 
     monkeypatch.setattr(audit, "read_log", broken)
-    monkeypatch.setattr(graph, "_graph", broken)
+    monkeypatch.setattr(graph, "_rows", broken)
     run = call_cli("index", str(repo.root), "--offline")
     assert run.code == 0, run.err
     assert "audit memory is partial: building it failed (RuntimeError: disk on fire" in run.out

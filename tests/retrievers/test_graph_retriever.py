@@ -298,18 +298,6 @@ def test_go_callers_point_at_the_call_site(polyglot: GraphStore) -> None:
     assert "(matched by name only)" in related[0].node.get_content()
 
 
-def test_a_loaded_graph_answers_like_the_built_one(shop: GraphStore, tmp_path: Path) -> None:
-    folder = tmp_path / "again"
-    shop.save(folder)
-    loaded = GraphStore.load(folder)
-    question = "Which classes inherit from `Model`?"
-    built = CodeGraphRetriever(shop).retrieve(question)
-    again = CodeGraphRetriever(loaded).retrieve(question)
-    assert [(n.node.get_content(), n.score) for n in built] == [
-        (n.node.get_content(), n.score) for n in again
-    ]
-
-
 def test_a_class_named_like_its_package_is_the_class(tmp_path: Path) -> None:
     files = {
         "fastshop/__init__.py": "from fastshop.applications import FastShop\n",
