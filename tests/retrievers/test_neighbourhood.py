@@ -5,14 +5,11 @@ more of them and that no matching code calls, which comes first without the neig
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from support.engine_repos import cited_files, one_commit_index
 
 import arela_index.stores.code_search as code_search
 from arela_index.index import ArelaIndex
-from arela_index.ingest.scanner import scan_repository
 from arela_index.stores.graph import GraphStore, table_neighbour_files
 
 HASHING = '''"""Small helpers for text and bytes."""
@@ -101,17 +98,20 @@ def test_without_the_neighbourhood_the_module_sharing_more_words_comes_first(
     assert files.index("src/app/legacy.py") < files.index("src/app/hashing.py")
 
 
-def test_the_table_and_the_graph_name_the_same_neighbours(
-    index: ArelaIndex, tmp_path: Path
-) -> None:
+def test_the_table_and_the_whole_graph_name_the_same_neighbours(index: ArelaIndex) -> None:
     symbols = ["app.hashing.salted_digest", "app.signup.register", "app.legacy.old_password_hash"]
     expected = {
         "app.hashing.salted_digest": {"src/app/signup.py", "src/app/reset.py"},
         "app.signup.register": {"src/app/hashing.py"},
     }
-    table = GraphStore.load(index.folder / "graph")._table
-    assert table is not None
-    assert table_neighbour_files(table, symbols) == expected
-    built = GraphStore.build(scan_repository(index.root), tmp_path / "graph")
-    assert built._table is None  # the graph in memory, as a build leaves it
-    assert built.neighbour_files(symbols) == expected
+    store = GraphStore.load(index.folder / "graph")
+    assert table_neighbour_files(store._table, symbols) == expected
+    whole = store.graph  # every row read into networkx, as tools that walk the graph do
+    walked: dict[str, set[str]] = {}
+    for name in symbols:
+        callers = [u for u, _, key in whole.in_edges(name, keys=True) if key == "calls"]
+        callees = [v for _, v, key in whole.out_edges(name, keys=True) if key == "calls"]
+        paths = {whole.nodes[other].get("path") for other in callers + callees} - {None}
+        if paths:
+            walked[name] = paths
+    assert walked == expected
