@@ -217,11 +217,8 @@ class QueryPolicy:
         found = yield from candidates(text, CANDIDATES) if enough <= 1.0 else _none()
         # None: no passage was read, none could bring it in; no candidate at all: none is near.
         closest: float | None = None if enough > 1.0 else 0.0
-        read = closest is not None
         if found and enough > 0.0:
-            # Unread (`read` False): the static model put every passage under `enough`, and
-            # `closest` is the most any could reach.
-            closest, read = yield Call(
+            closest = yield Call(
                 lambda: check.reach(text, found, enough),
                 lambda: offload(check.reach, text, found, enough),
             )
@@ -236,7 +233,7 @@ class QueryPolicy:
                 else _support(values, reading)[0],
             )
             return Scope(IN, p, (), "meaning", closest, support)
-        reasons = self._reasons(model, values, reading, like, closest is not None, not read)
+        reasons = self._reasons(model, values, reading, like, read=closest is not None)
         return Scope(OUT, p, reasons, "meaning", closest)
 
     def meaning_text(self, question: Question) -> str:
@@ -273,10 +270,9 @@ class QueryPolicy:
         reading: PolicyReading,
         like: str | None = None,
         read: bool = True,
-        at_most: bool = False,
     ) -> tuple[str, ...]:
         """What weighed most against the question being about the repository, in words (the
-        closest passage only when passages were `read`, or bounded: `at_most` its cosine)."""
+        closest passage only when passages were `read`)."""
         parts = model.contributions(values)
         if not read:
             parts["closest"] = 0.0
@@ -303,7 +299,7 @@ class QueryPolicy:
             elif family == "closest":
                 said.append(
                     "nothing in the repository means what the question asks (closest passage "
-                    f"{'at most ' if at_most else ''}{values['closest']:.2f})"
+                    f"{values['closest']:.2f})"
                 )
             elif like is not None:
                 said.append(

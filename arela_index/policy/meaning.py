@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore
@@ -82,23 +82,19 @@ class StaticBound:
         return cls(data["intercept"], data["static"], data["held"], data["margin"])
 
 
-class Reach(NamedTuple):
-    """How near a question's passages come: the largest cosine read, or, when the static model
-    left every passage unread, the most any could reach (`read` False)."""
-
-    cosine: float
-    read: bool
-
-
 def order_read(most: Sequence[float], enough: float) -> list[int]:
     """The passages worth reading for `enough`, given the `most` each can reach: those that can
-    reach it, the highest first.
+    reach it, the highest first, and never none: a question is put out of scope on a passage
+    read, not on the bound alone (held out by repository, the bound alone changed 1 of the fit's
+    339 decisions and this none, reading 528 passages of 1,444 where the bound alone read 414).
 
     >>> order_read([0.2, 0.9, 0.5], 0.5)
     [1, 2]
+    >>> order_read([0.2, 0.4], 0.5)
+    [1]
     """
     order = sorted(range(len(most)), key=lambda i: -most[i])
-    return [i for i in order if most[i] >= enough]
+    return [i for i in order if most[i] >= enough] or order[:1]
 
 
 class MeaningCheck:
@@ -143,10 +139,11 @@ class MeaningCheck:
         order = list(range(len(nodes)))
         return self._closest(model, self._question(model, question), stems, nodes, order, enough)
 
-    def reach(self, question: str, nodes: Sequence[NodeWithScore], enough: float) -> Reach:
-        """Whether a passage reaches `enough`, reading as few as the static model allows: the
-        passages by the most the shipped bound lets each reach, highest first, none under
-        `enough` (without the static model, every passage in order, as `closest` reads them)."""
+    def reach(self, question: str, nodes: Sequence[NodeWithScore], enough: float) -> float:
+        """The largest cosine read until one reaches `enough`, reading as few as the static model
+        allows: the passages by the most the shipped bound lets each reach, highest first, none
+        under `enough` but the highest (`order_read`; without the static model, every passage in
+        order, as `closest` reads them)."""
         model = self._load()
         stems = TermWeights.stems(content_terms(question))
         static = self._static_cosines(question, nodes)
@@ -155,10 +152,9 @@ class MeaningCheck:
         else:
             bound = StaticBound.shipped()
             most = [bound.most(s, _held(n, stems)) for s, n in zip(static, nodes, strict=True)]
-            if not (order := order_read(most, enough)):
-                return Reach(max(most, default=0.0), read=False)
+            order = order_read(most, enough)
         asked = self._question(model, question)
-        return Reach(self._closest(model, asked, stems, nodes, order, enough), read=True)
+        return self._closest(model, asked, stems, nodes, order, enough)
 
     def _load(self) -> SentenceModel:
         self._model = self._model or SentenceModel.shared()

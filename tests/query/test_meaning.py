@@ -8,6 +8,7 @@ indexed repositories."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from arela_index.llm.ollama import make_llm
 from arela_index.llm.sentence_model import SentenceModel
 from arela_index.policy.decisions import QueryPolicy, Scope
 from arela_index.policy.general import GeneralQuestions
-from arela_index.policy.meaning import MeaningCheck
+from arela_index.policy.meaning import MeaningCheck, StaticBound
 from arela_index.query.grading import RelevanceGrader
 from arela_index.query.loop import QueryLoop
 from arela_index.query.rewrite import Rewriter
@@ -419,3 +420,20 @@ def test_the_shipped_vectors_are_the_models_vectors_of_the_shipped_questions() -
     # float16 on disk; an edited questions.txt without `scripts/embed_general_questions.py` fails.
     assert len(general.texts) == 200
     assert float(np.min(np.sum(fresh * general.vectors, axis=1))) > 0.999
+
+
+def test_a_bound_that_underrates_every_passage_still_reads_the_nearest_before_putting_out(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question is put out of scope on a passage read, never on the static bound alone: with
+    a bound that puts every passage under the bar, an in-scope question whose nearest passage
+    reaches it stays in, for one passage read."""
+    index = ArelaIndex.load(site, offline=True)
+    shipped = StaticBound.shipped()
+    monkeypatch.setattr(
+        StaticBound, "shipped", classmethod(lambda cls: replace(shipped, margin=-1.0))
+    )
+    model = _Counting()
+    scope = _scope(index, MeaningCheck(model), "how do I fix a broken link?")
+    assert scope.by == "meaning" and scope.verdict == "in"
+    assert model.texts == 2  # the question and its nearest passage
