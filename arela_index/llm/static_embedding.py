@@ -6,6 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 
@@ -82,10 +83,13 @@ class StaticEmbedding(BaseEmbedding):
         """Length of every vector (recorded in the manifest with `model_name`)."""
         return int(self._model.dim)
 
-    def _embed(self, texts: list[str]) -> list[Embedding]:
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        """The texts' unit-length vectors, one row each."""
         texts = [encodable(t) for t in texts]
-        vectors = self._model.encode(texts, normalize=True, use_multiprocessing=False)
-        return vectors.tolist()
+        return self._model.encode(texts, normalize=True, use_multiprocessing=False)
+
+    def _embed(self, texts: list[str]) -> list[Embedding]:
+        return self.vectors(texts).tolist()
 
     def _get_query_embedding(self, query: str) -> Embedding:
         return self._embed([query])[0]

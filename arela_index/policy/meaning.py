@@ -21,17 +21,17 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
 from arela_index.errors import ArelaError
 from arela_index.llm.sentence_model import SentenceModel
-from arela_index.llm.static_embedding import encodable, load_static_model
+from arela_index.llm.static_embedding import StaticEmbedding, default_static_embedding
 from arela_index.policy.general import GeneralQuestions
 from arela_index.policy.term_weights import TermWeights
 from arela_index.text.node_text import NodeText
@@ -44,9 +44,6 @@ _ASKED = 64  # question vectors kept: each is read once per question, by several
 log = logging.getLogger(__name__)
 BOUND = Path(__file__).parent.parent / "data" / "policy" / "meaning_bound.json"
 T = TypeVar("T")
-
-if TYPE_CHECKING:
-    from model2vec import StaticModel
 
 
 @dataclass(frozen=True)
@@ -68,12 +65,7 @@ class StaticBound:
         return round(self.intercept + self.static * static + self.held * held + self.margin, 12)
 
     def to_dict(self) -> dict[str, float]:
-        return {
-            "intercept": self.intercept,
-            "static": self.static,
-            "held": self.held,
-            "margin": self.margin,
-        }
+        return asdict(self)
 
     @classmethod
     @lru_cache(maxsize=1)
@@ -115,7 +107,7 @@ class MeaningCheck:
         self._spans: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
         self._asked: OrderedDict[str, np.ndarray] = OrderedDict()
         self._static_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._static: StaticModel | None = None
+        self._static: StaticEmbedding | None = None
         self._static_tried = False
         self._lock, self._loading = threading.Lock(), threading.Lock()
 
@@ -165,24 +157,20 @@ class MeaningCheck:
         static model: its extra is not installed)."""
         with self._loading:
             if not self._static_tried:
-                try:
-                    self._static = load_static_model()
+                try:  # the process's one static model, which offline dense retrieval shares
+                    self._static = default_static_embedding()
                 except ArelaError:
                     log.info("the meaning check reads every candidate: no static model")
                 self._static_tried = True
         static = self._static
         if static is None:
             return None
-
-        def encode(texts: list[str]) -> np.ndarray:
-            return static.encode(
-                [encodable(t) for t in texts], normalize=True, use_multiprocessing=False
-            )
-
         keys = [_key(node) for node in nodes]
         texts = {key: node.node.get_content() for key, node in zip(keys, nodes, strict=True)}
-        vectors = dict(zip(texts, self._embedded(self._static_vectors, texts, encode), strict=True))
-        asked = encode([question])[0]
+        vectors = dict(
+            zip(texts, self._embedded(self._static_vectors, texts, static.vectors), strict=True)
+        )
+        asked = static.vectors([question])[0]
         return [float(vectors[key] @ asked) for key in keys]
 
     def _closest(
