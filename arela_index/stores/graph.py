@@ -538,9 +538,22 @@ def table_caller_files(table: GraphTable, qualnames: Iterable[str]) -> dict[str,
     question that needs only this reads no more of the graph), in two queries: resolved calls,
     and calls to an outside name of its package that ends in its name (`httpx.post` for
     `httpx._api.post`: a call through a package's re-export is left unresolved)."""
-    return _caller_files(
-        qualnames, partial(_batched, table.externals_named), partial(_batched, table.call_paths)
-    )
+    wanted = list(dict.fromkeys(qualnames))
+    by_last: dict[str, list[str]] = defaultdict(list)
+    for qualname in wanted:
+        by_last[qualname.rpartition(".")[2]].append(qualname)
+    alias: dict[str, list[str]] = {}
+    for name in _batched(table.externals_named, sorted(by_last)):
+        package, _, last = name.removeprefix(EXTERNAL).rpartition(".")
+        top = package.partition(".")[0] + "."
+        same = [q for q in by_last.get(last, ()) if package and q.startswith(top)]
+        if same:
+            alias[name] = same
+    found: dict[str, set[str]] = {}
+    for callee, path in _batched(table.call_paths, wanted + list(alias)):
+        for qualname in alias.get(callee, [callee]):
+            found.setdefault(qualname, set()).add(path)
+    return found
 
 
 def table_neighbour_files(table: GraphTable, qualnames: Iterable[str]) -> dict[str, set[str]]:
@@ -550,29 +563,6 @@ def table_neighbour_files(table: GraphTable, qualnames: Iterable[str]) -> dict[s
     found = table_caller_files(table, wanted)
     for caller, path in _batched(partial(table.call_paths, callers=False), wanted):
         found.setdefault(caller, set()).add(path)
-    return found
-
-
-def _caller_files(
-    qualnames: Iterable[str],
-    external_names: Callable[[list[str]], list[str]],
-    caller_paths: Callable[[list[str]], list[tuple[str, str]]],
-) -> dict[str, set[str]]:
-    wanted = list(dict.fromkeys(qualnames))
-    by_last: dict[str, list[str]] = defaultdict(list)
-    for qualname in wanted:
-        by_last[qualname.rpartition(".")[2]].append(qualname)
-    alias: dict[str, list[str]] = {}
-    for name in external_names(sorted(by_last)):
-        package, _, last = name.removeprefix(EXTERNAL).rpartition(".")
-        top = package.partition(".")[0] + "."
-        same = [q for q in by_last.get(last, ()) if package and q.startswith(top)]
-        if same:
-            alias[name] = same
-    found: dict[str, set[str]] = {}
-    for callee, path in caller_paths(wanted + list(alias)):
-        for qualname in alias.get(callee, [callee]):
-            found.setdefault(qualname, set()).add(path)
     return found
 
 
