@@ -61,6 +61,12 @@ TESTED_SYMBOLS = 20
 # reached through what calls it, or what it calls, in files sharing fewer of its words.
 NEIGHBOUR_WEIGHT = 1.0
 NEIGHBOUR_SYMBOLS = 10
+# The neighbourhood's weight for a question of NEIGHBOUR_REPORT_WORDS words or more (a pasted
+# report): its words name many symbols in passing (a traceback's, a reproducer's), so the
+# neighbourhood of its best hits leads away. Both fitted leave-one-repository-out on the tune sets
+# with SWE-bench Lite's public reports (scripts/fit_ranking.py).
+NEIGHBOUR_REPORT_WORDS = 90
+NEIGHBOUR_REPORT_WEIGHT = 0.0
 # A question this long is an issue report or a pasted traceback: what fixes it is source code,
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
@@ -577,7 +583,8 @@ class CodeSearch:
         else a long question, or any when `source_first`, ranks chunks of prose,
         configuration and tests lower (`source_first=False`: never), and with `neighbours` (the
         files calling or called by each of some symbols: the graph's) adds the ranking of source
-        files by the neighbourhood of the source it matches (`NEIGHBOUR_*`)."""
+        files by the neighbourhood of the source it matches (`NEIGHBOUR_*`; a pasted report's own
+        weight)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -586,8 +593,9 @@ class CodeSearch:
         fused = {chunk: 1 / (RRF_K + rank) for rank, chunk in enumerate(ranked_chunks)}
         files = self._sparse.file_scores(terms)
         self._add_files(fused, ranked_chunks, scores, files, 1.0, candidates)
+        length = len(words(question))
         if source_first is None:
-            source_first = len(words(question)) >= LONG_QUESTION_WORDS
+            source_first = length >= LONG_QUESTION_WORDS
         lower = ~self._test if about_tests else self._not_source if source_first else None
         if CARD_WEIGHT and source_first:
             cards = self._sparse.card_scores(terms)
@@ -595,9 +603,12 @@ class CodeSearch:
         if about_tests and TESTED_WEIGHT and callers is not None:
             tested = self._linked(scores, TESTED_SYMBOLS, callers, self._test_files, False)
             self._add_files(fused, ranked_chunks, scores, tested, TESTED_WEIGHT, candidates)
-        if source_first and NEIGHBOUR_WEIGHT and neighbours is not None:
+        near_weight = (
+            NEIGHBOUR_REPORT_WEIGHT if length >= NEIGHBOUR_REPORT_WORDS else NEIGHBOUR_WEIGHT
+        )
+        if source_first and near_weight and neighbours is not None:
             near = self._linked(scores, NEIGHBOUR_SYMBOLS, neighbours, self._source_files, True)
-            self._add_files(fused, ranked_chunks, scores, near, NEIGHBOUR_WEIGHT, candidates)
+            self._add_files(fused, ranked_chunks, scores, near, near_weight, candidates)
         for rank, chunk in enumerate(self._best_chunks(self._framed(question), scores).tolist()):
             fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
         for ranking in self._named(question):

@@ -1,7 +1,9 @@
 """A description of what code does finds the function that does it through the code around it:
 the source it matches best names, by the graph's calls, the files its callers and callees are in.
 A helper that the question describes but in few of its words comes ahead of a module that shares
-more of them and that no matching code calls, which comes first without the neighbourhood."""
+more of them and that no matching code calls, which comes first without the neighbourhood. A
+pasted report is ranked by its own words: it names code in passing, and the neighbourhood of
+what it matches leads away."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from support.engine_repos import cited_files, one_commit_index
 import arela_index.stores.code_search as code_search
 from arela_index.index import ArelaIndex
 from arela_index.stores.graph import GraphStore, table_neighbour_files
+from arela_index.text.question import words
 
 HASHING = '''"""Small helpers for text and bytes."""
 
@@ -73,6 +76,17 @@ FILES: dict[str, str | bytes] = {
 
 QUESTION = "which function hashes passwords with a salt before they are stored?"
 
+# The question inside a report's usual talk, none of it words of the repository's code.
+REPORT = (
+    "After upgrading yesterday, our staging deployment behaves differently and I cannot tell"
+    f" why. {QUESTION[0].upper()}{QUESTION[1:]} I am asking because our audit tool flagged"
+    " something during the nightly job on the staging cluster, and the team lead wants an answer"
+    " before Friday's release meeting. We run everything inside docker on Ubuntu, Python three"
+    " point eleven, with the default settings and nothing custom on top. I tried searching the"
+    " documentation and the changelog first but found nothing useful there. Thanks a lot for any"
+    " pointers, and sorry if this is obvious to somebody who knows this codebase well."
+)
+
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
@@ -96,6 +110,20 @@ def test_without_the_neighbourhood_the_module_sharing_more_words_comes_first(
     monkeypatch.setattr(code_search, "NEIGHBOUR_WEIGHT", 0.0)
     files = _cited(index)
     assert files.index("src/app/legacy.py") < files.index("src/app/hashing.py")
+
+
+def test_a_pasted_report_is_ranked_by_its_own_words(index: ArelaIndex) -> None:
+    assert len(words(REPORT)) >= code_search.NEIGHBOUR_REPORT_WORDS
+    files = cited_files(index.code_retriever(top_k=8).search(REPORT))
+    assert files.index("src/app/legacy.py") < files.index("src/app/hashing.py")
+
+
+def test_with_the_neighbourhood_a_report_would_rank_the_helper_first(
+    index: ArelaIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(code_search, "NEIGHBOUR_REPORT_WEIGHT", code_search.NEIGHBOUR_WEIGHT)
+    files = cited_files(index.code_retriever(top_k=8).search(REPORT))
+    assert files.index("src/app/hashing.py") < files.index("src/app/legacy.py")
 
 
 def test_the_table_and_the_whole_graph_name_the_same_neighbours(index: ArelaIndex) -> None:
