@@ -194,7 +194,12 @@ class MeaningCheck:
         return best
 
     def _question(self, model: SentenceModel, question: str) -> np.ndarray:
-        return self._kept(self._asked, question, lambda: model.embed([question])[0], _ASKED)
+        def embed() -> np.ndarray:
+            if self._asked:  # a second question: this process asks on, unlike one `arela ask`
+                model.optimize()
+            return model.embed([question])[0]
+
+        return self._kept(self._asked, question, embed, _ASKED)
 
     def _kept(self, cache: OrderedDict[str, T], key: str, make: Callable[[], T], bound: int) -> T:
         """`cache[key]`, made first if it is not kept; the `bound` last used are kept."""

@@ -456,3 +456,18 @@ def test_a_question_reads_no_passage_after_the_one_that_brings_it_in(links: Path
     assert reached == pytest.approx(cosines[nearest], abs=1e-5)
     assert model.texts == 3  # the question, the farthest passage, then the nearest
 
+
+def test_a_process_that_asks_a_second_question_runs_the_optimized_model() -> None:
+    """One question (`arela ask` from the shell) is read by the model as it opens; a second
+    one in the same process (a server, a notebook) has the optimized session opened for it,
+    long before the texts a process embeds would have, and gets the same vectors."""
+    model = SentenceModel(tokens=64)
+    check = MeaningCheck(model)
+    passage = ["def follow_chain(url): follow the redirect chain of a link to its last response"]
+    before = model.embed(passage)
+    check.resemblance("how do I exit vim?")
+    assert model._optimizing is None
+    check.resemblance("how are tests collected?")
+    assert model._optimizing is not None
+    model._optimizing.join()  # it answers from here on
+    assert np.allclose(model.embed(passage), before, atol=1e-5)
