@@ -178,7 +178,7 @@ class AuditLogRetriever(MemoryRetriever):
         strong = {p for m in [*mentions.paths, *mentions.names] for p in vocab.paths_named(m)}
         for mention in mentions.paths:
             if not vocab.paths_named(mention):  # perhaps a file deleted or renamed since
-                strong.update(self._store.history_vocabulary.paths_named(mention))
+                strong.update(self._store.paths_named(mention))
         paths, soft = [], []
         for path in [*asked.found.paths, *sorted(strong - set(asked.found.paths))]:
             if path in strong:

@@ -120,7 +120,7 @@ def known_paths(live: LiveIndex, path: str) -> list[str]:
     """The files of a repository a path names, as the index has them or, for a file deleted
     or renamed since, as its history does."""
     index = live.generation.index
-    return index.vocabulary.paths_named(path) or index.audit.history_vocabulary.paths_named(path)
+    return index.vocabulary.paths_named(path) or index.audit.paths_named(path)
 
 
 def _fit(live: LiveIndex, question: Question) -> tuple[bool, int, float, str]:

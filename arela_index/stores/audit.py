@@ -37,7 +37,7 @@ from arela_index.stores.history import (
     read_tags,
     repo_facts,
 )
-from arela_index.text.entities import Vocabulary
+from arela_index.text.entities import Vocabulary, paths_named
 from arela_index.text.tokens import expand_identifiers
 
 DB_FILE = "audit.sqlite"
@@ -315,6 +315,12 @@ class AuditStore:
     def paths(self) -> list[str]:
         """Every path any commit touched, including deleted and renamed-away files."""
         return list(self._paths)
+
+    def paths_named(self, path: str) -> list[str]:
+        """The paths any commit touched that `path` calls, deleted and renamed-away files
+        included (`entities.paths_named`: read in a few milliseconds, where the history's
+        vocabulary of 14,000 paths takes 0.2-0.4 s to build)."""
+        return paths_named(self._paths, path)
 
     @cached_property
     def history_vocabulary(self) -> Vocabulary:

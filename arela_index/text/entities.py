@@ -95,6 +95,28 @@ def _identifier_shaped(token: str) -> bool:
     return "_" in core or len(split_identifier(token)) > 1 or "." in token
 
 
+def path_keys(path: str) -> list[str]:
+    """What a question may call a file (lower-cased): its path, each tail of it after a "/", and
+    its name without the last suffix.
+
+    >>> path_keys("src/Click/core.py")
+    ['src/click/core.py', 'click/core.py', 'core.py', 'core']
+    """
+    parts = path.lower().split("/")
+    return ["/".join(parts[i:]) for i in range(len(parts))] + [PurePosixPath(parts[-1]).stem]
+
+
+def paths_named(paths: Iterable[str], path: str) -> list[str]:
+    """The `paths` that `path` calls (`path_keys`), in their order, found by reading them: for
+    paths asked about once or twice, where indexing them all (`Vocabulary`) costs far more.
+
+    >>> paths_named(["docs/index.rst", "src/click/core.py"], "./core.py")
+    ['src/click/core.py']
+    """
+    key = path.lower().strip("./")
+    return [p for p in paths if key in p.lower() and key in path_keys(p)]
+
+
 @dataclass
 class Found:
     """Mentions resolved against a Vocabulary: the known ones, and the names nothing knows."""
@@ -143,10 +165,8 @@ class Vocabulary:
             self._by_last[qualified.rpartition(".")[2].lower()].append(qualified)
         self._by_path_suffix: dict[str, list[str]] = defaultdict(list)
         for path in self.paths:
-            parts = path.lower().split("/")
-            for i in range(len(parts)):
-                self._by_path_suffix["/".join(parts[i:])].append(path)
-            self._by_path_suffix[PurePosixPath(parts[-1]).stem].append(path)
+            for key in path_keys(path):
+                self._by_path_suffix[key].append(path)
         self._authors = {a.lower(): a for a in self.authors}
         for author in self.authors:
             for part in author.split():

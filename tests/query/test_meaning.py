@@ -437,3 +437,37 @@ def test_a_bound_that_underrates_every_passage_still_reads_the_nearest_before_pu
     scope = _scope(index, MeaningCheck(model), "how do I fix a broken link?")
     assert scope.by == "meaning" and scope.verdict == "in"
     assert model.texts == 2  # the question and its nearest passage
+
+
+def test_a_question_reads_no_passage_after_the_one_that_brings_it_in(links: Path) -> None:
+    """The passages are read one at a time: when the second reaches the bar, the third is left
+    unread, and the cosine that decides is the same."""
+    index = ArelaIndex.load(links, offline=True)
+    question = "how does it decide that a link is broken?"
+    candidates = index.code_retriever().candidates(question, 30)
+    each = MeaningCheck()
+    cosines = [each.closest(question, [node]) for node in candidates]
+    assert len(candidates) >= 3
+    by_cosine = sorted(range(len(candidates)), key=lambda i: cosines[i])
+    nearest, farthest, other = by_cosine[-1], by_cosine[0], by_cosine[1]
+    ordered = [candidates[i] for i in (farthest, nearest, other)]
+    model = _Counting()
+    reached = MeaningCheck(model).closest(question, ordered, enough=cosines[nearest])
+    assert reached == pytest.approx(cosines[nearest], abs=1e-5)
+    assert model.texts == 3  # the question, the farthest passage, then the nearest
+
+
+def test_a_process_that_asks_a_second_question_runs_the_optimized_model() -> None:
+    """One question (`arela ask` from the shell) is read by the model as it opens; a second
+    one in the same process (a server, a notebook) has the optimized session opened for it,
+    long before the texts a process embeds would have, and gets the same vectors."""
+    model = SentenceModel(tokens=64)
+    check = MeaningCheck(model)
+    passage = ["def follow_chain(url): follow the redirect chain of a link to its last response"]
+    before = model.embed(passage)
+    check.resemblance("how do I exit vim?")
+    assert model._optimizing is None
+    check.resemblance("how are tests collected?")
+    assert model._optimizing is not None
+    model._optimizing.join()  # it answers from here on
+    assert np.allclose(model.embed(passage), before, atol=1e-5)

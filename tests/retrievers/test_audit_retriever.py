@@ -323,6 +323,8 @@ def test_a_deleted_file_is_still_known_to_history(git_repo: GitRepo, tmp_path: P
     retriever = AuditLogRetriever(store, vocabulary=vocabulary)
     assert retriever.plan("when was old_tool.py deleted?").paths == ["old_tool.py"]
     assert commits(retriever.retrieve("when was old_tool.py last changed?")) == [gone, created]
+    # Found by reading history's paths for the one asked about, not by indexing them all.
+    assert "history_vocabulary" not in vars(store)
 
 
 def test_an_empty_memory_answers_nothing(tmp_path: Path) -> None:
