@@ -19,7 +19,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from arela_index.stores.bm25_flat import bm25_idf, save_index, saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
 from arela_index.stores.code_cards import cards_of
 from arela_index.stores.decisions import is_adr
+from arela_index.stores.later import Later
 from arela_index.text.entities import extract_mentions
 from arela_index.text.tokens import STOPWORDS, index_terms, words
 
@@ -274,11 +275,12 @@ class SparseIndex:
         card_of = file_of[carded].astype(np.int32)
         return cls(chunk_index, file_index, files, len(docs), card_index, card_of, terms=kept)
 
-    def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
+    def save(self, directory: Path, chunk_ids: Sequence[str], later: Later | None = None) -> None:
         """Write the indexes into `directory` (each saved by bm25s, with its documents' names
         beside it: bm25s's own corpus file costs a JSON document per name and a second pass
         for its line offsets, a second on a large repository's refresh), and the chunks' terms
-        (`Terms`) a refresh reuses. Without cards, the card index is its empty list of names."""
+        (`Terms`) a refresh reuses, or, given `later`, the writing of those put in it (no
+        question reads them). Without cards, the card index is its empty list of names."""
         for index, folder, names in (
             (self.chunks, _CHUNK_INDEX, chunk_ids),
             (self.files, _FILE_INDEX, self.paths),
@@ -289,7 +291,11 @@ class SparseIndex:
                 save_index(index, directory / folder, vocabulary=folder == _CHUNK_INDEX)
             (directory / folder / _NAMES).write_text(json.dumps(list(names)), encoding="utf-8")
         if self.terms is not None:
-            self.terms.save(directory, self.paths, self._file_of())
+            write = partial(self.terms.save, directory, self.paths, self._file_of())
+            if later is None:
+                write()
+            else:
+                later.append(write)
 
     def _file_of(self) -> np.ndarray:
         """Each chunk's file, as its position in `paths`."""
