@@ -44,6 +44,7 @@ from arela_index.stores.code import CodeStore
 from arela_index.stores.code_refresh import refresh_sparse
 from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.graph_refresh import read_names
+from arela_index.stores.later import Later
 from arela_index.stores.links import link_file, link_memory
 from arela_index.stores.name_stems import STEMS_FILE, NameStems
 
@@ -356,9 +357,10 @@ class _Previous:
         return CodeStore.load(self.folder / "code")
 
     @cached_property
-    def graph(self) -> GraphStore:
+    def graph(self) -> GraphStore | None:
         """Its files' symbols, read when the graph is made: after the code memory, so that the
-        two phases' memory does not add up."""
+        two phases' memory does not add up. None when it has none (a build stopped once it
+        answered): the graph is resolved from every file then."""
         from arela_index.stores.graph import GraphStore
 
         return GraphStore.previous(self.folder / "graph")
@@ -544,6 +546,9 @@ def _build_memories(
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
     plan = embedding[0]
+    # What only a refresh reads is written once the index answers (or, when nothing is
+    # published ahead, before the history's end is waited for).
+    later: Later | None = [] if publish is not None else None
     with (
         _parse_pool(len(todo)) as pool,
         _side_process() as side,
@@ -584,8 +589,9 @@ def _build_memories(
             code_embedding, count = None, int(code_stats["chunks"])
         else:
             code = _code_memory(
-                folder, previous, kept_paths, (chunks, tokens, cards), embedding, config, timings
-            )
+                folder, previous, kept_paths, (chunks, tokens, cards), embedding, config, timings,
+                later,
+            )  # fmt: skip
             code_stats, code_embedding, count = code.stats(), code.embedding, len(code.chunks)
             # The graph is resolved next: the chunks' memory goes back first, so the two
             # memories' peaks do not add up.
@@ -595,10 +601,13 @@ def _build_memories(
             graph_stats, timings["graph"] = graph_job.result()
         else:
             with _timer(timings, "graph"):
-                graph_stats = _graph_memory(scan, folder, previous, changes, parsed)
+                graph_stats = _graph_memory(scan, folder, previous, changes, parsed, later)
         early = messages.result() if messages is not None and not audit_job.done() else None
         if publish is not None and early is not None:
             publish({"code": code_stats, "graph": graph_stats, "audit": early}, code_embedding)
+        for write in later or ():
+            write()
+        del later
         audit, timings["audit"] = audit_job.result()
         shutil.rmtree(folder / _EARLY_AUDIT, ignore_errors=True)
     memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
@@ -625,9 +634,11 @@ def _graph_memory(
     previous: _Previous | None,
     changes: Changes | None,
     parsed: dict[str, FileSymbols],
+    later: Later | None = None,
 ) -> dict[str, Any]:
     """The graph memory's stats: the previous graph patched where the change allows it
-    (`GraphStore.patch`: same symbols, same edges), else resolved from the files' symbols."""
+    (`GraphStore.patch`: same symbols, same edges), else resolved from the files' symbols
+    (given `later`, the symbols' file written when it is called)."""
     from arela_index.stores.graph import GraphStore
 
     before = previous.graph if previous else None
@@ -640,7 +651,7 @@ def _graph_memory(
     ):
         return dict(previous.manifest.memories["graph"])
     return GraphStore.build(
-        scan, folder / "graph", previous=before, changes=changes, parsed=parsed
+        scan, folder / "graph", previous=before, changes=changes, parsed=parsed, later=later
     ).stats()
 
 
@@ -652,10 +663,12 @@ def _code_memory(
     embedding: tuple[EmbeddingPlan, _Previous | None],
     config: ArelaConfig,
     timings: dict[str, float],
+    later: Later | None = None,
 ) -> CodeStore:
     """The code memory made from the parsed chunks, their terms and cards' terms, the kept
     files' chunks read back from the previous build (vectors reused from the build `embedding`
-    names where the text is the same, as its plan allows)."""
+    names where the text is the same, as its plan allows); given `later`, the terms' files
+    written when it is called."""
     plan, vectors = embedding
     chunks, tokens, cards = parsed
     if previous:
@@ -681,6 +694,7 @@ def _code_memory(
             cards=cards,
             vector_store=config.vector_store,
             reuse=plan.reuse,
+            later=later,
         )
         progress.close()
     return code
@@ -813,7 +827,7 @@ def _graph_process(refreshing: bool) -> Iterator[ProcessPoolExecutor | None]:
 # The previous build's graph symbols, read by the graph process while the repository is scanned
 # and the changed files parsed (one worker: the patch that needs them runs after, in the same
 # process; a build finished meanwhile makes another folder the previous one: it is read then).
-_preloaded: dict[Path, GraphStore] = {}
+_preloaded: dict[Path, GraphStore | None] = {}
 
 
 def _preload_graph(previous: Path) -> None:

@@ -21,6 +21,7 @@ from arela_index.stores.chunk_file import CHUNKS_FILE, ChunkFile, chunk_line, sa
 from arela_index.stores.code_refresh import EMBEDDING_FILE, chunk_id
 from arela_index.stores.code_search import CodeSearch, SparseIndex
 from arela_index.stores.embedding import EmbeddingInfo
+from arela_index.stores.later import Later
 from arela_index.stores.vectors import (
     FAISS_FILE,
     IDS_FILE,
@@ -84,6 +85,7 @@ class CodeStore:
         cards: Sequence[list[str] | None] | None = None,
         vector_store: BasePydanticVectorStore | None = None,
         reuse: bool = True,
+        later: Later | None = None,
     ) -> CodeStore:
         """Index `chunks` into `directory`; with `embedding`, their vectors by its model.
 
@@ -92,7 +94,8 @@ class CodeStore:
         vectors go to FAISS in `directory`, or to `vector_store` when one is given, or stay in
         the store `previous` has them in. With `reuse`, vectors of chunks whose text is
         unchanged are kept; the others are embedded by `embed_model`, or wait for it when it
-        is None (the index keeps its embedding; `waiting` counts them).
+        is None (the index keeps its embedding; `waiting` counts them). Given `later`, what only
+        a refresh reads (the chunks' terms) is not written: its writing is put in `later`.
 
         An embedder that fails (Ollama down, hanging, model not pulled) raises an `ArelaError`
         (`OllamaUnavailable` for Ollama) whose one line says what to do.
@@ -121,10 +124,10 @@ class CodeStore:
         unknown = [None] * len(chunks)
         sparse = SparseIndex.build(chunks, tokens or unknown, cards or unknown) if chunks else None
         store = cls(chunks, stored, embedding, sparse)
-        store._save(directory)
+        store._save(directory, later)
         return store
 
-    def _save(self, directory: Path) -> None:
+    def _save(self, directory: Path, later: Later | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         save_chunks(
             directory,
@@ -137,7 +140,7 @@ class CodeStore:
             (directory / _EMBEDDING).write_text(json.dumps(row), encoding="utf-8")
             self.stored.save_ids(directory, [c.node_id for c in self.chunks])
         if self.sparse is not None:
-            self.sparse.save(directory, [c.node_id for c in self.chunks])
+            self.sparse.save(directory, [c.node_id for c in self.chunks], later)
 
     @cached_property
     def by_id(self) -> dict[str, TextNode]:

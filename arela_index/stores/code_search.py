@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from arela_index.stores.bm25_flat import bm25_idf, save_index, saved_vocabulary
 from arela_index.stores.chunk_file import PROSE, ChunkFile
 from arela_index.stores.code_cards import cards_of
 from arela_index.stores.decisions import is_adr
+from arela_index.stores.later import Later
 from arela_index.text.entities import extract_mentions
 from arela_index.text.tokens import STOPWORDS, index_terms, words
 
@@ -225,21 +227,20 @@ class SparseIndex:
             remap[used] = [number[reused.vocab[i]] for i in used.tolist()]
         # Ascending within a document, so the indexes' sorts are linear (a refresh reuses the
         # saved ids: the vocabulary's renumbering keeps their order).
-        fresh = (sorted(map(number.__getitem__, doc)) for doc in docs if not isinstance(doc, int))
         saved = (reused.ids, reused.counts) if reused is not None else None
-        ids, counts = _joined(docs, fresh, saved, remap)
+        ids, counts = _joined(docs, _sorted_ids(new, number), saved, remap)
         falls = np.flatnonzero(ids[1:] < ids[:-1]) + 1
         if not np.isin(falls, np.cumsum(counts) - counts).all():  # an older version's order
             ids = ids[np.lexsort((ids, np.repeat(np.arange(len(counts)), counts)))]
         # A card's term no chunk holds cannot be asked for (a question's terms are the
         # vocabulary's): it is left out, as a refresh leaves out one whose chunks are gone.
-        fresh = (
-            sorted([number[t] for t in card or () if t in number])
+        known = [
+            [t for t in card or () if t in number]
             for doc, card in zip(docs, cards, strict=True)
             if not isinstance(doc, int)
-        )
+        ]
         saved = (reused.card_ids, reused.card_counts) if reused is not None else None
-        card_ids, card_counts = _joined(docs, fresh, saved, remap)
+        card_ids, card_counts = _joined(docs, _sorted_ids(known, number), saved, remap)
         return cls._indexed(list(paths), Terms(vocab, ids, counts, card_ids, card_counts))
 
     @classmethod
@@ -280,11 +281,12 @@ class SparseIndex:
         card_of = file_of[carded].astype(np.int32)
         return cls(chunk_index, file_index, files, len(docs), card_index, card_of, terms=kept)
 
-    def save(self, directory: Path, chunk_ids: Sequence[str]) -> None:
+    def save(self, directory: Path, chunk_ids: Sequence[str], later: Later | None = None) -> None:
         """Write the indexes into `directory` (each saved by bm25s, with its documents' names
         beside it: bm25s's own corpus file costs a JSON document per name and a second pass
         for its line offsets, a second on a large repository's refresh), and the chunks' terms
-        (`Terms`) a refresh reuses. Without cards, the card index is its empty list of names."""
+        (`Terms`) a refresh reuses, or, given `later`, the writing of those put in it (no
+        question reads them). Without cards, the card index is its empty list of names."""
         for index, folder, names in (
             (self.chunks, _CHUNK_INDEX, chunk_ids),
             (self.files, _FILE_INDEX, self.paths),
@@ -295,7 +297,11 @@ class SparseIndex:
                 save_index(index, directory / folder, vocabulary=folder == _CHUNK_INDEX)
             (directory / folder / _NAMES).write_text(json.dumps(list(names)), encoding="utf-8")
         if self.terms is not None:
-            self.terms.save(directory, self.paths, self._file_of())
+            write = partial(self.terms.save, directory, self.paths, self._file_of())
+            if later is None:
+                write()
+            else:
+                later.append(write)
 
     def _file_of(self) -> np.ndarray:
         """Each chunk's file, as its position in `paths`."""
@@ -429,19 +435,34 @@ class Terms:
         return terms, paths
 
 
+def _sorted_ids(
+    docs: Sequence[list[str]], number: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's terms as their ids (`number`), ascending within the document, end to
+    end, and how many each has: one sort of (document, id) keys for all of them."""
+    counts = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    keys = np.fromiter(
+        map(number.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(counts.sum())
+    )
+    keys |= np.repeat(np.arange(len(docs), dtype=np.int64), counts) << 32
+    keys.sort()
+    return (keys & 0xFFFFFFFF).astype(np.int32), counts
+
+
 def _joined(
     docs: Sequence[list[str] | int],
-    fresh: Iterator[list[int]],
+    fresh: tuple[np.ndarray, np.ndarray],
     saved: tuple[np.ndarray, np.ndarray] | None,
     remap: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Documents' term ids end to end, and their counts: a new document's from `fresh` (one
-    per document not an int, in order), an int k's those of saved document k (`saved`: ids end
-    to end and counts), renumbered by `remap`, an id it maps to -1 left out."""
+    """Documents' term ids end to end, and their counts: the new documents' from `fresh` (the
+    ids end to end and the counts of the documents not an int, in order), an int k's those of
+    saved document k (`saved`: ids end to end and counts), renumbered by `remap`, an id it maps
+    to -1 left out."""
     again = np.array([isinstance(d, int) for d in docs], dtype=bool)
-    new = list(fresh)
+    new, new_counts = fresh
     counts = np.zeros(len(docs), dtype=np.int64)
-    counts[~again] = [len(ids) for ids in new]
+    counts[~again] = new_counts
     old = np.empty(0, dtype=np.int32)
     if saved is not None and again.any():
         rows = np.array([d for d in docs if isinstance(d, int)], dtype=np.int64)
@@ -455,8 +476,7 @@ def _joined(
     ids = np.empty(int(counts.sum()), dtype=np.int32)
     starts = np.cumsum(counts) - counts
     ids[_ranges(starts[again], counts[again])] = old
-    for k, doc in zip(np.flatnonzero(~again).tolist(), new, strict=True):
-        ids[starts[k] : starts[k] + len(doc)] = doc
+    ids[_ranges(starts[~again], counts[~again])] = new
     return ids, counts
 
 

@@ -31,6 +31,7 @@ from arela_index.stores.graph_refresh import (
 )
 from arela_index.stores.graph_resolve import EXTERNAL, Edge, Resolver
 from arela_index.stores.graph_table import TABLE_FILE, GraphTable, write_table
+from arela_index.stores.later import Later
 from arela_index.stores.links import link_memory
 from arela_index.stores.stats import FAILED, PARSER_CRASHES
 
@@ -144,11 +145,14 @@ class GraphStore:
         previous: GraphStore | None = None,
         changes: Changes | None = None,
         parsed: Mapping[str, FileSymbols] | None = None,
+        later: Later | None = None,
     ) -> GraphStore:
         """Parse what changed (or everything), resolve across files, write into `directory`.
 
         `parsed` holds extractions the caller already made for the current content; files whose
         digest matches `previous` and that `changes` does not name are taken from `previous`.
+        Given `later`, what only a refresh reads (the files' symbols) is not written: its
+        writing is put in `later`.
         """
         if previous is not None and previous._symbols_file is not None and changes is not None:
             kept = {f.path for f in scan.files if parses(f.language)}
@@ -166,7 +170,12 @@ class GraphStore:
             p: {"module": f.module, "language": f.language, "error": f.error}
             for p, f in sorted(files.items())
         }
-        _save(directory, rows, files, digests)
+        _save(directory, rows)
+        write = partial(_save_symbols, directory, files, digests)
+        if later is None:
+            write()
+        else:
+            later.append(write)
         return cls(GraphTable.open(directory / TABLE_FILE), files, digests)
 
     @classmethod
@@ -191,10 +200,13 @@ class GraphStore:
         )
 
     @classmethod
-    def previous(cls, directory: Path) -> GraphStore:
+    def previous(cls, directory: Path) -> GraphStore | None:
         """What a refresh needs of the graph it replaces: the per-file extractions, not the
-        graph itself (which a refresh resolves anew, and which would double its memory)."""
+        graph itself (which a refresh resolves anew, and which would double its memory). None
+        when it has none: a build stopped once its index answered had not written them yet."""
         path = directory / SYMBOLS_FILE
+        if not path.is_file():
+            return None
         store = cls(None, symbols_file=path)
         # Other references are made when a file's extraction is taken whole (`_current_files`).
         store._load_symbols(inherits_only=True)
@@ -210,11 +222,10 @@ class GraphStore:
         """Open a graph written by `build`; a missing or damaged file raises `IndexProblem`.
 
         Only the table's file list is read here; a question reads its symbols' rows, and the
-        per-file extractions (needed only to refresh) are read when first used.
+        per-file extractions (needed only to refresh, written once the index answers) are read
+        when first used.
         """
         table = GraphTable.open(directory / TABLE_FILE)
-        if not (directory / SYMBOLS_FILE).is_file():
-            raise corrupt(directory / SYMBOLS_FILE, "missing")
         return cls(table, symbols_file=directory / SYMBOLS_FILE)
 
     # -- facts for others --------------------------------------------------------------------
@@ -693,19 +704,23 @@ def _rows(files: Iterable[FileSymbols]) -> _Rows:
     return _Rows({}, nodes, rows)
 
 
-def _save(
-    directory: Path, rows: _Rows, files: Mapping[str, FileSymbols], digests: Mapping[str, str]
-) -> None:
-    """The graph's table, its files' symbols and the names of the symbols it defines."""
+def _save(directory: Path, rows: _Rows) -> None:
+    """The graph's table and the names of the symbols it defines."""
     directory.mkdir(parents=True, exist_ok=True)
     write_table(directory / TABLE_FILE, rows.attrs, rows.nodes.items(), rows.edges)
+    defined = sorted(q for q, a in rows.nodes.items() if a["kind"] != "external")
+    write_json(directory / NAMES_FILE, {"format": FORMAT, "symbols": defined})
+
+
+def _save_symbols(
+    directory: Path, files: Mapping[str, FileSymbols], digests: Mapping[str, str]
+) -> None:
+    """The files' symbols and content hashes, which a refresh reads (`GraphStore.previous`)."""
     symbols = {
         "format": FORMAT,
         "files": ({**files[p].to_json(), "sha256": digests.get(p)} for p in sorted(files)),
     }
     write_json(directory / SYMBOLS_FILE, symbols)
-    defined = sorted(q for q, a in rows.nodes.items() if a["kind"] != "external")
-    write_json(directory / NAMES_FILE, {"format": FORMAT, "symbols": defined})
 
 
 def _read_json(path: Path) -> Any:

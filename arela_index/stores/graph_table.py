@@ -62,7 +62,7 @@ def write_table(
         )
         conn.executemany(
             "INSERT INTO edges VALUES (?, ?, ?, ?)",
-            ((u, v, k, compact_json(d)) for u, v, k, d in edges),
+            ((u, v, k, edge_json(d)) for u, v, k, d in edges),
         )
         conn.executescript(_INDEXES)
         conn.commit()
@@ -277,3 +277,29 @@ def _line(value: object) -> int | None:
 # Compact JSON with sorted keys, the same bytes for the same value; one encoder for every row
 # (`json.dumps` with options makes an encoder per call: a fifth of writing scipy's 190,000 rows).
 compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
+def edge_json(data: dict[str, Any]) -> str:
+    """`compact_json` of an edge's attributes, written out directly when they have the shape
+    a build gives every edge (a count, a line, whether resolved, perhaps a path): a third of
+    the encoder's time on scipy's 152,000 edges; anything else goes to the encoder.
+
+    >>> edge_json({"line": 3, "resolved": True, "count": 2, "path": "a.py"})
+    '{"count":2,"line":3,"path":"a.py","resolved":true}'
+    """
+    count, line, resolved, path = (data.get(k) for k in ("count", "line", "resolved", "path"))
+    if (
+        len(data) != 3 + ("path" in data)
+        or type(count) is not int
+        or not (line is None or type(line) is int)
+        or type(resolved) is not bool
+        or not (path is None or type(path) is str)
+        or (path is None and "path" in data)
+    ):
+        return compact_json(data)
+    where = "" if path is None else f'"path":{_json_text(path)},'
+    at = "null" if line is None else line
+    return f'{{"count":{count},"line":{at},{where}"resolved":{"true" if resolved else "false"}}}'
+
+
+_json_text = json.encoder.encode_basestring  # a string as `compact_json` writes it (not ASCII-only)

@@ -114,6 +114,44 @@ def test_the_code_answers_while_the_history_changes_are_read(tmp_path: Path) -> 
     assert answer["sources"][0]["commit"].startswith(repo.git("rev-parse", "HEAD").strip()[:7])
 
 
+def _memory_files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for name in ("code", "graph")
+        for p in sorted((folder / name).rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_what_only_a_refresh_reads_is_written_after_the_index_answers(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "app")
+    gate = tmp_path / "go"
+    process = _start(repo.root, gate)
+    try:
+        early = _memory_files(_published(repo.root / ".arela", process))
+        code = call_cli("ask", "who calls load_config?", "--repo", str(repo.root), "--offline")
+        assert code.code == 0 and "app/cli.py" in code.out
+    finally:
+        gate.touch()
+        process.join(120)
+    assert process.exitcode == 0
+    refresh_only = {"code/terms.npz", "code/terms.json", "graph/symbols.json"}
+    assert not refresh_only & early.keys()
+
+    # The whole build holds them, and its memories are those a build publishing nothing ahead
+    # (a short history) makes, byte for byte.
+    final = current_build_or_none(repo.root / ".arela")
+    assert final is not None
+    whole = _memory_files(final)
+    assert refresh_only <= whole.keys()
+    assert {name: whole[name] for name in early} == early
+    config = ArelaConfig(offline=True, show_progress=False, persist_dir=str(tmp_path / "at-once"))
+    summary = build_index(repo.root, config, detect(config))
+    assert "answerable" not in summary.timings
+    at_once = current_build_or_none(tmp_path / "at-once")
+    assert at_once is not None and _memory_files(at_once) == whole
+
+
 def test_a_build_stopped_after_the_code_is_finished_by_the_next_refresh(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "app")
     gate = tmp_path / "go"
@@ -131,6 +169,21 @@ def test_a_build_stopped_after_the_code_is_finished_by_the_next_refresh(tmp_path
     assert index.folder != early
     assert not index.partial_memories()
     assert index.audit.stats()["commits"] == 2 and not index.audit.stats().get("pending")
+
+    # The stopped build had not written the files' symbols a refresh reads: a refresh after a
+    # change resolves the graph from every file instead.
+    assert not (index.folder / "graph" / "symbols.json").exists()
+    repo.commit(
+        {"app/extra.py": "from app.config import load_config\n\n\ndef extra():\n"
+         "    return load_config('b.toml')\n"},
+        "Read a second configuration",
+    )  # fmt: skip
+    refreshed = ArelaIndex.from_repo(repo.root, offline=True)
+    assert {link.symbol for link in refreshed.graph.callers("app.config.load_config")} == {
+        "app.cli.main",
+        "app.extra.extra",
+    }
+    assert (refreshed.folder / "graph" / "symbols.json").is_file()
 
 
 @pytest.mark.parametrize("commits", [1, 3])
