@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 from wordfreq import zipf_frequency
 
-from arela_index.text.entities import Found, Mentions, Vocabulary
+from arela_index.text.entities import Found, Mentions, Vocabulary, path_key
 from arela_index.text.question import Question
 from arela_index.text.tokens import STOPWORDS
 
@@ -84,7 +84,7 @@ def read_entities(question: Question, vocabulary: Vocabulary | None) -> Entities
     symbols = _named_symbols(question, vocabulary)
     entities.named_symbols = list(symbols)
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
-    lowered = {m.lower().strip("./") for m in code}
+    lowered = {path_key(m) for m in code}
     entities.named_paths = [p for p in found.paths if _names_file(p, lowered)]
     entities.authors = list(question.authors(vocabulary))
     entities.project = vocabulary.project_named(question.text) or ""

@@ -34,6 +34,7 @@ from arela_index.stores.graph_table import TABLE_FILE, GraphTable, write_table
 from arela_index.stores.later import Later
 from arela_index.stores.links import link_memory
 from arela_index.stores.stats import FAILED, PARSER_CRASHES
+from arela_index.text.entities import path_key
 
 if TYPE_CHECKING:  # imported where a graph is read whole: a question reads the table
     import networkx as nx
@@ -266,7 +267,7 @@ class GraphStore:
 
     def modules_at(self, path: str) -> list[str]:
         """Module symbols of the files whose path is `path` or ends with it (`core.py`)."""
-        wanted = path.strip().strip("./").lower()
+        wanted = path_key(path)
         exact = self._modules_by_path.get(wanted)
         if exact:
             return [exact]

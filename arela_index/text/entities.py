@@ -15,7 +15,7 @@ from arela_index.text.tokens import STOPWORDS, split_identifier
 _BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
 _QUOTED = re.compile(r"""(?<![\w])["']([\w./:-]{2,120})["'](?![\w])""")
 _PATHLIKE = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])"
+    r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|\.?[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6})(?![\w/])"
 )
 # `a.b`, and the other languages' separators read as dots: `Sinatra::Base#route`, `Sink::matched`;
 # not "e.g." nor "i.e.".
@@ -60,7 +60,9 @@ def extract_mentions(question: str) -> Mentions:
     words: list[str] = []
 
     def add(token: str, strong: bool) -> None:
-        token = token.strip().strip(".,;:?!").removesuffix("()")
+        # A leading dot may be a dot-file's or folder's own (`.github/`), a trailing one ends a
+        # sentence.
+        token = token.strip().strip(",;:?!").rstrip(".").removesuffix("()")
         if not token:
             return
         if _is_path(token):
@@ -95,6 +97,19 @@ def _identifier_shaped(token: str) -> bool:
     return "_" in core or len(split_identifier(token)) > 1 or "." in token
 
 
+def path_key(path: str) -> str:
+    """A path as a question writes it, as paths are compared: lower-cased, without a leading
+    "./" or slashes around it; a name's own leading dot stays.
+
+    >>> path_key("./.github/workflows/ci.yml"), path_key("/src/App/")
+    ('.github/workflows/ci.yml', 'src/app')
+    """
+    key = path.strip().lower()
+    while key.startswith("./"):
+        key = key[2:]
+    return key.strip("/")
+
+
 def path_keys(path: str) -> list[str]:
     """What a question may call a file (lower-cased): its path, each tail of it after a "/", and
     its name without the last suffix.
@@ -113,7 +128,7 @@ def paths_named(paths: Iterable[str], path: str) -> list[str]:
     >>> paths_named(["docs/index.rst", "src/click/core.py"], "./core.py")
     ['src/click/core.py']
     """
-    key = path.lower().strip("./")
+    key = path_key(path)
     return [p for p in paths if key in p.lower() and key in path_keys(p)]
 
 
@@ -219,7 +234,7 @@ class Vocabulary:
         return [q for q in named if (low := q.lower()) == tail or low.endswith("." + tail)]
 
     def paths_named(self, path: str) -> list[str]:
-        return list(self._by_path_suffix.get(path.lower().strip("./"), ()))
+        return list(self._by_path_suffix.get(path_key(path), ()))
 
     def find(self, question: str, mentions: Mentions | None = None) -> Found:
         """What the question names that this vocabulary knows (`mentions`: if already read)."""

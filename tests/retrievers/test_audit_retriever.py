@@ -327,6 +327,27 @@ def test_a_deleted_file_is_still_known_to_history(git_repo: GitRepo, tmp_path: P
     assert "history_vocabulary" not in vars(store)
 
 
+def test_a_file_in_a_dot_folder_is_the_one_asked_about(git_repo: GitRepo, tmp_path: Path) -> None:
+    ci = git_repo.commit(
+        {".github/workflows/ci.yml": "on: push\n", "app.py": "x = 1\n"},
+        "Add the CI workflow",
+        date="2024-05-01T10:00:00+00:00",
+    )
+    git_repo.commit({"app.py": "x = 2\n"}, "Change the app", date="2024-05-02T10:00:00+00:00")
+    bumped = git_repo.commit(
+        {".github/workflows/ci.yml": "on: [push, pull_request]\n"},
+        "Run CI on pull requests",
+        date="2024-05-03T10:00:00+00:00",
+    )
+    scan = scan_repository(git_repo.root)
+    store = AuditStore.build(scan, tmp_path / "audit")
+    vocabulary = Vocabulary(paths=[f.path for f in scan.files], authors=store.authors())
+    retriever = AuditLogRetriever(store, vocabulary=vocabulary)
+    question = "what changed in ./.github/workflows/ci.yml?"
+    assert retriever.plan(question).paths == [".github/workflows/ci.yml"]
+    assert commits(retriever.retrieve(question)) == [bumped, ci]
+
+
 def test_an_empty_memory_answers_nothing(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("x = 1\n")
