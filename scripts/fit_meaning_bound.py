@@ -1,9 +1,9 @@
 """Fit the bound the meaning check uses to leave passages unread, and write it to the package.
 
-    python scripts/fit_meaning_bound.py COSINES.json [--out arela_index/data/policy/meaning_bound.json]
+    python scripts/fit_meaning_bound.py ROWS.json [ROWS.json ...] [--out arela_index/data/policy/meaning_bound.json]
 
-COSINES.json is a list of the scope fit's rows (`benchmarks/policy_rows.py`), each with, for the
-code memory's candidates of its question: `cos_t`, the sentence model's cosines (each passage read
+Each ROWS.json is a list of scope rows (`benchmarks/bound_rows.py` writes them), each with, for
+the code memory's candidates of its question: `cos_t`, the sentence model's cosines (each passage read
 in its matched window, as the check reads it), `cos_sc`, the static model's cosines (the
 question and the whole chunk), and `held`, the share of the question's content stems each chunk
 holds. The scope decision is IN iff one passage's sentence-model cosine reaches `enough`; a
@@ -106,10 +106,10 @@ def _reads(cosines: Sequence[float], order: Sequence[int], enough: float) -> lis
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("cosines", type=Path)
+    parser.add_argument("rows", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    rows = [r for r in json.loads(args.cosines.read_text()) if r["cos_t"]]
+    rows = [r for path in args.rows for r in json.loads(path.read_text()) if r["cos_t"]]
     table = PolicyTable.shipped()
     checked = [(r, e) for r in rows if (e := enough_of(r, table)) is not None]
     folds = {}
