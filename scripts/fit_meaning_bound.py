@@ -1,19 +1,21 @@
 """Fit the bound the meaning check uses to leave passages unread, and write it to the package.
 
-    python scripts/fit_meaning_bound.py COSINES.json [--out arela_index/data/policy/meaning_bound.json]
+    python scripts/fit_meaning_bound.py ROWS.json [ROWS.json ...] [--out arela_index/data/policy/meaning_bound.json]
 
-COSINES.json is a list of the scope fit's rows (`benchmarks/policy_rows.py`), each with, for the
-code memory's candidates of its question: `cos_t`, the sentence model's cosines (each passage read
-in its matched window, as the check reads it), `cos_sc`, the static model's cosines (the
+Each ROWS.json is a list of scope rows (`benchmarks/bound_rows.py` writes them), each with, for
+the code memory's candidates of its question: `cos_t`, the sentence model's cosines (each passage
+read in its matched window, as the check reads it), `cos_sc`, the static model's cosines (the
 question and the whole chunk), and `held`, the share of the question's content stems each chunk
 holds. The scope decision is IN iff one passage's sentence-model cosine reaches `enough`; a
 passage the bound puts under `enough` cannot, and is not read.
 
 The bound is a plane fitted to the sentence-model cosines by the other two (least squares),
-raised by the smallest margin at which no training question the check reads changes its
-decision. It is judged holding out each repository
-in turn (line and margin fitted on the others), and the decisions it changes there are printed
-and recorded per repository, with the passages each reads against the check that reads them all.
+raised by the smallest margin at which no training question in scope that the check reads is put
+out where reading every passage keeps it in (an out-of-scope question that reading every passage
+keeps in is no decision to keep). It is judged holding out each repository in turn (plane and
+margin fitted on the others), and the decisions it changes there are printed and recorded per
+repository (`changed`, of which `put_out` are in scope and put out), with the passages each reads
+against the check that reads them all.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def enough_of(row: Row, table: PolicyTable) -> float | None:
 
 
 def fit(rows: Sequence[Row], checked: Sequence[tuple[Row, float]]) -> StaticBound:
-    """The plane through the passages of `rows`, raised until no question of `checked` the full
-    read keeps in scope is put out."""
+    """The plane through the passages of `rows`, raised until no in-scope question of `checked`
+    the full read keeps in is put out."""
     features = np.vstack([_features(r) for r in rows])
     sentence = np.concatenate([r["cos_t"] for r in rows])
     intercept, static, held = np.linalg.lstsq(features, sentence, rcond=None)[0]
@@ -69,7 +71,7 @@ def fit(rows: Sequence[Row], checked: Sequence[tuple[Row, float]]) -> StaticBoun
                 if t >= enough
             )
             for r, enough in checked
-            if max(r["cos_t"]) >= enough
+            if r["in_scope"] and max(r["cos_t"]) >= enough
         ),
         default=0.0,
     )
@@ -83,7 +85,7 @@ def _features(row: Row) -> np.ndarray:
 def judged(bound: StaticBound, checked: Sequence[tuple[Row, float]]) -> dict[str, int]:
     """Decisions the bound changes, and passages read with it and without (in batches of 1, 2, 4
     as the check reads them)."""
-    changed = read = full = 0
+    changed = put_out = read = full = 0
     for row, enough in checked:
         cosines = row["cos_t"]
         most = [bound.most(s, h) for s, h in zip(row["cos_sc"], row["held"], strict=True)]
@@ -91,8 +93,16 @@ def judged(bound: StaticBound, checked: Sequence[tuple[Row, float]]) -> dict[str
         seen = _reads(cosines, order, enough)
         read += len(seen)
         full += len(_reads(cosines, list(range(len(cosines))), enough))
-        changed += any(cosines[i] >= enough for i in seen) != (max(cosines) >= enough)
-    return {"questions": len(checked), "changed": changed, "read": read, "read_before": full}
+        differs = any(cosines[i] >= enough for i in seen) != (max(cosines) >= enough)
+        changed += differs
+        put_out += differs and row["in_scope"]
+    return {
+        "questions": len(checked),
+        "changed": changed,
+        "put_out": put_out,
+        "read": read,
+        "read_before": full,
+    }
 
 
 def _reads(cosines: Sequence[float], order: Sequence[int], enough: float) -> list[int]:
@@ -106,10 +116,10 @@ def _reads(cosines: Sequence[float], order: Sequence[int], enough: float) -> lis
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("cosines", type=Path)
+    parser.add_argument("rows", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    rows = [r for r in json.loads(args.cosines.read_text()) if r["cos_t"]]
+    rows = [r for path in args.rows for r in json.loads(path.read_text()) if r["cos_t"]]
     table = PolicyTable.shipped()
     checked = [(r, e) for r in rows if (e := enough_of(r, table)) is not None]
     folds = {}
@@ -124,7 +134,7 @@ def main() -> None:
     bound = fit(rows, checked)
     total = {
         k: sum(f[k] for f in folds.values())
-        for k in ("questions", "changed", "read", "read_before")
+        for k in ("questions", "changed", "put_out", "read", "read_before")
     }
     print("held out, all repositories:", json.dumps(total))
     print("fitted on all:", bound, json.dumps(judged(bound, checked)))

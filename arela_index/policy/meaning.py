@@ -148,6 +148,22 @@ class MeaningCheck:
         asked = self._question(model, question)
         return self._closest(model, asked, stems, nodes, order, enough)
 
+    def measured(self, question: str, nodes: Sequence[NodeWithScore]) -> dict[str, list[float]]:
+        """What the bound is fitted on (`scripts/fit_meaning_bound.py`), of each node: the
+        sentence model's cosine as `reach` reads it (`cos_t`), the static model's (`cos_sc`) and
+        the share of the question's words the node holds (`held`)."""
+        model = self._load()
+        stems = TermWeights.stems(content_terms(question))
+        static = self._static_cosines(question, nodes)
+        if static is None:
+            raise ArelaError("the bound needs the static model: pip install 'arela-index[static]'")
+        sentence = self._passages(model, nodes, stems) @ self._question(model, question)
+        return {
+            "cos_t": [float(c) for c in sentence],
+            "cos_sc": static,
+            "held": [_held(node, stems) for node in nodes],
+        }
+
     def _load(self) -> SentenceModel:
         self._model = self._model or SentenceModel.shared()
         return self._model

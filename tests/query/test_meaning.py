@@ -471,3 +471,17 @@ def test_a_process_that_asks_a_second_question_runs_the_optimized_model() -> Non
     assert model._optimizing is not None
     model._optimizing.join()  # it answers from here on
     assert np.allclose(model.embed(passage), before, atol=1e-5)
+
+
+def test_the_bounds_rows_hold_the_cosines_the_check_reads(links: Path) -> None:
+    """What `scripts/fit_meaning_bound.py` fits the bound on is each candidate as the check
+    reads it: its sentence-model cosine (their largest is the check's closest), its static
+    cosine and the share of the question's words it holds."""
+    index = ArelaIndex.load(links, offline=True)
+    question = "how does it decide that a link is broken?"
+    candidates = index.code_retriever().candidates(question, 8)
+    check = MeaningCheck()
+    measured = check.measured(question, candidates)
+    assert max(measured["cos_t"]) == pytest.approx(check.closest(question, candidates))
+    assert len(measured["cos_sc"]) == len(measured["held"]) == len(candidates) > 1
+    assert all(0.0 <= h <= 1.0 for h in measured["held"]) and max(measured["held"]) > 0.0
