@@ -83,8 +83,8 @@ def _features(row: Row) -> np.ndarray:
 
 
 def judged(bound: StaticBound, checked: Sequence[tuple[Row, float]]) -> dict[str, int]:
-    """Decisions the bound changes, and passages read with it and without (in batches of 1, 2, 4
-    as the check reads them)."""
+    """Decisions the bound changes, and passages read with it and without (one at a time until
+    one reaches the bar, as the check reads them)."""
     changed = put_out = read = full = 0
     for row, enough in checked:
         cosines = row["cos_t"]
@@ -107,10 +107,10 @@ def judged(bound: StaticBound, checked: Sequence[tuple[Row, float]]) -> dict[str
 
 def _reads(cosines: Sequence[float], order: Sequence[int], enough: float) -> list[int]:
     seen: list[int] = []
-    start, size = 0, 1
-    while start < len(order) and not any(cosines[i] >= enough for i in seen):
-        seen += order[start : start + size]
-        start, size = start + size, 2 * size
+    for i in order:
+        seen.append(i)
+        if cosines[i] >= enough:
+            break
     return seen
 
 
