@@ -33,6 +33,7 @@ from arela_index.stores.embedding import EmbeddingInfo
 from arela_index.stores.vectors import check_store
 from arela_index.text.entities import Vocabulary
 from arela_index.text.question import Question
+from arela_index.text.shape import Reading
 from arela_index.workers import offload
 
 if TYPE_CHECKING:
@@ -687,9 +688,9 @@ class _OnFirstQuestion(MemoryRetriever):
         question: str,
         count: int,
         intents: Sequence[str] = (),
-        report: bool | None = None,
+        shape: Reading | None = None,
     ) -> list[NodeWithScore]:
-        return self.made.files(question, count, intents, report)
+        return self.made.files(question, count, intents, shape)
 
     def candidates(self, question: str, count: int) -> list[NodeWithScore]:
         return self.made.candidates(question, count)

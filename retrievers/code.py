@@ -21,7 +21,7 @@ from arela_index.stores.code import CodeStore, embedding_failure
 from arela_index.stores.code_search import RRF_K, Callers, chunk_terms, fuse
 from arela_index.stores.vectors import describe_store
 from arela_index.text.question import Question
-from arela_index.text.shape import read_question
+from arela_index.text.shape import Reading, read_question
 from arela_index.text.tokens import STOPWORDS, index_terms, words
 from arela_index.workers import offload
 
@@ -155,11 +155,11 @@ class CodeMemoryRetriever(MemoryRetriever):
         return self._dense.why_not if self._dense is not None else None
 
     def search(
-        self, question: str, source_first: bool | None = None, report: bool | None = None
+        self, question: str, source_first: bool | None = None, shape: Reading | None = None
     ) -> list[NodeWithScore]:
         """`source_first`: rank prose, configuration and tests lower (None: only for a question
-        as long as an issue report; see `CodeSearch.rank`). `report`: whether the question is a
-        pasted report (None: read from `question`, whose line breaks may be gone)."""
+        as long as an issue report; see `CodeSearch.rank`). `shape`: the question's as written, line
+        breaks kept (None: read from `question`, whose line breaks may be gone)."""
         if not question.strip() or self._store.is_empty():
             return []
         dense: list[int] | None = None
@@ -167,7 +167,7 @@ class CodeMemoryRetriever(MemoryRetriever):
             dense = self._dense.rank(question)
             if not self._dense.answered:  # a dense side that failed is no signal
                 dense = None
-        sparse = fuse([self._rank(question, self._candidates, source_first, report)])
+        sparse = fuse([self._rank(question, self._candidates, source_first, shape)])
         meaning = fuse([dense or []])
         fused = fuse([*([dense] if dense is not None else []), list(sparse)])
         best = sorted(fused, key=fused.__getitem__, reverse=True)[: self.top_k]
@@ -190,7 +190,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         ]
 
     def _rank(
-        self, question: str, candidates: int, source_first: bool | None, report: bool | None
+        self, question: str, candidates: int, source_first: bool | None, shape: Reading | None
     ) -> list[int]:
         """The sparse ranking, tests first for a question the policy's "about_tests" model
         (over the repository's `test_evidence`) says is about a test, a fixture or the test
@@ -198,16 +198,16 @@ class CodeMemoryRetriever(MemoryRetriever):
         the question is a pasted report (`Question.shape`: code, a traceback, paragraphs): what
         fixes a report is source code, and the test code it quotes must not make it a question
         about tests."""
-        if report is None:
-            report = read_question(question).report
+        if shape is None:
+            shape = read_question(question)
         about_tests = (
             source_first is not False
-            and not report
+            and not shape.report
             and self._about_tests.decide(self._search.test_evidence(question))
         )
         callers = self._callers if about_tests else None
         return self._search.rank(
-            question, candidates, source_first, about_tests, callers, self._neighbours
+            question, candidates, source_first, about_tests, callers, self._neighbours, shape.title
         )
 
     def _held(self, question: str, positions: Sequence[int]) -> list[float]:
@@ -239,15 +239,15 @@ class CodeMemoryRetriever(MemoryRetriever):
         question: str,
         count: int,
         intents: Sequence[str] = (),
-        report: bool | None = None,
+        shape: Reading | None = None,
     ) -> list[NodeWithScore]:
         """The best chunk of each of the `count` best files for `question`, best first: what an
-        answer that ranks files cites (its ranking looks deeper than `top_k` chunks); `report`
+        answer that ranks files cites (its ranking looks deeper than `top_k` chunks); `shape`
         as for `search`."""
         if not question.strip() or self._store.is_empty():
             return []
         candidates = max(self._candidates, 4 * count)
-        ranking = self._rank(question, candidates, _source_first(intents), report)
+        ranking = self._rank(question, candidates, _source_first(intents), shape)
         chunks = self._store.chunks
         best: dict[str, int] = {}
         for i in ranking:
@@ -272,7 +272,7 @@ class CodeMemoryRetriever(MemoryRetriever):
     def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         """A question the route read: source code first unless it asks how to use or set up
         something (procedural), which documentation answers as often as code."""
-        return self.search(question.text, _source_first(intents), question.shape.report)
+        return self.search(question.text, _source_first(intents), question.shape)
 
     async def aask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:
         return await self._offloaded(lambda: self.ask(question, intents))

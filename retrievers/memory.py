@@ -11,6 +11,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from arela_index.text.question import Question
+from arela_index.text.shape import Reading
 from arela_index.workers import offload
 
 
@@ -36,11 +37,11 @@ class MemoryRetriever(BaseRetriever):
         question: str,
         count: int,
         intents: Sequence[str] = (),
-        report: bool | None = None,
+        shape: Reading | None = None,
     ) -> list[NodeWithScore]:
         """The best node of each of the `count` best files, for a memory that ranks files (the
-        code memory); none for the others. `report`: whether the question is a pasted report
-        (None: read from its text)."""
+        code memory); none for the others. `shape`: the question's as written (None: read from
+        its text)."""
         return []
 
     def candidates(self, question: str, count: int) -> list[NodeWithScore]:

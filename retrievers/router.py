@@ -163,8 +163,8 @@ class ArelaRouterRetriever(RouterRetriever):
         with trace.time("retrieve:files"):
             return (
                 yield Call(
-                    lambda: files(query.text, count, intents, query.shape.report),
-                    lambda: offload(files, query.text, count, intents, query.shape.report),
+                    lambda: files(query.text, count, intents, query.shape),
+                    lambda: offload(files, query.text, count, intents, query.shape),
                 )
             )
 

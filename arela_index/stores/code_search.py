@@ -69,6 +69,12 @@ NEIGHBOUR_SYMBOLS = 10
 # with SWE-bench Lite's public reports (scripts/fit_ranking.py).
 NEIGHBOUR_REPORT_WORDS = 90
 NEIGHBOUR_REPORT_WEIGHT = 0.0
+# A pasted report's title (`text/shape.report_title`: its first line) ranks chunks and files on
+# its own, rankings of this weight beside the whole report's 1 (0: none), fitted
+# leave-one-repository-out on the tune sets with SWE-bench Lite's public reports
+# (scripts/fit_ranking.py): the title says what is wrong in a few words, where the body's many
+# words (a reproducer, a log, the environment) outvote them.
+TITLE_WEIGHT = 1.0
 # A question this long is an issue report or a pasted traceback: what fixes it is source code,
 # so prose, configuration and tests count for less in its ranking.
 LONG_QUESTION_WORDS = 30
@@ -591,6 +597,7 @@ class CodeSearch:
         about_tests: bool = False,
         callers: Callers | None = None,
         neighbours: Callers | None = None,
+        title: str = "",
     ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files and, for a question that ranks source first (below), among files by their best
@@ -604,7 +611,8 @@ class CodeSearch:
         configuration and tests lower (`source_first=False`: never), and with `neighbours` (the
         files calling or called by each of some symbols: the graph's) adds the ranking of source
         files by the neighbourhood of the source it matches (`NEIGHBOUR_*`; a pasted report's own
-        weight)."""
+        weight), and with a `title` (a pasted report's first line) the rankings of chunks and files
+        by its words alone (`TITLE_WEIGHT`)."""
         terms = self.terms(question)
         if not terms:
             return []
@@ -634,11 +642,26 @@ class CodeSearch:
         for ranking in self._named(question):
             for rank, chunk in enumerate(ranking.tolist()):
                 fused[chunk] = fused.get(chunk, 0.0) + 1 / (RRF_K + rank)
+        if TITLE_WEIGHT and source_first:
+            self._add_title(fused, title, candidates)
         if lower is not None:
             for chunk in fused:
                 if lower[chunk]:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         return sorted(fused, key=fused.__getitem__, reverse=True)
+
+    def _add_title(self, fused: dict[int, float], title: str, candidates: int) -> None:
+        """Add the rankings of chunks and of files by the title's terms alone to `fused`, each
+        weighed by `TITLE_WEIGHT`."""
+        terms = self.terms(title)
+        if not terms:
+            return
+        scores = self._sparse.chunk_scores(terms)
+        ranked = top(scores, candidates).tolist()
+        for rank, chunk in enumerate(ranked):
+            fused[chunk] = fused.get(chunk, 0.0) + TITLE_WEIGHT / (RRF_K + rank)
+        files = self._sparse.file_scores(terms)
+        self._add_files(fused, ranked, scores, files, TITLE_WEIGHT, candidates)
 
     def _add_files(
         self,

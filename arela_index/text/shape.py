@@ -16,6 +16,8 @@ from dataclasses import dataclass
 LONG_WORDS = 15
 # A paste with no code block or traceback is still a report when it is this long.
 REPORT_WORDS = 80
+# A report's first line, when more follows and it is no longer than this, is its title.
+TITLE_WORDS = 20
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|<details>.*?(?:</details>|\Z)", re.S | re.I)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\bFile \"[^\"\n]+\", line \d+")
@@ -47,6 +49,7 @@ class Reading:
     report: bool
     long: bool
     symptom: bool = False
+    title: str = ""  # a report's first line (`report_title`)
 
     @property
     def describes(self) -> bool:
@@ -80,4 +83,21 @@ def read_question(question: str) -> Reading:
         ]
         if kept:  # a paragraph ends a sentence: template sections must not glue clauses together
             sentences.append(" ".join(kept).rstrip(".;:") + ".")
-    return Reading(" ".join(sentences), True, True, True)
+    return Reading(" ".join(sentences), True, True, True, report_title(question))
+
+
+def report_title(question: str) -> str:
+    """A pasted report's title: its first line, when more text follows and the line is short
+    and not a template's heading or comment ("" otherwise). An issue's title says in a few
+    words what the rest shows at length.
+
+    >>> report_title("pytest --collect-only needs a shortcut\\nI run it often.")
+    'pytest --collect-only needs a shortcut'
+    >>> report_title("### Bug description\\nIt fails."), report_title("one line only")
+    ('', '')
+    """
+    first, _, rest = question.strip().partition("\n")
+    first = first.strip()
+    if not rest.strip() or len(first.split()) > TITLE_WORDS or first.startswith("<!--"):
+        return ""
+    return "" if _HEADING.match(first) else first

@@ -8,7 +8,7 @@ what it matches leads away."""
 from __future__ import annotations
 
 import pytest
-from support.engine_repos import cited_files, one_commit_index
+from support.engine_repos import cited_files, one_commit_index, other_modules
 
 import arela_index.stores.code_search as code_search
 from arela_index.index import ArelaIndex
@@ -59,10 +59,7 @@ def old_password_hash(row):
     return row["md5"]
 '''
 
-OTHERS = {
-    f"src/app/{verb}.py": f'def {verb}_rows(rows):\n    """{verb.title()} the rows."""\n    return rows\n'
-    for verb in ("parse", "join", "sort", "count", "split", "merge", "print", "check")
-}
+OTHERS = other_modules("src/app")
 
 FILES: dict[str, str | bytes] = {
     "README.md": "# app\n\nMembers and their passwords.\n",

@@ -89,8 +89,10 @@ FILES.update(
     }
 )
 
+# Untitled: a title line's words rank code on their own (`TITLE_WEIGHT`), and this one's, about the
+# calling code, would outvote the innermost frame.
 PROSE = (
-    "Checkout crashes when the cart holds a discounted item\n\n"
+    "Checkout crashes when the cart holds a discounted item. "
     "When I add a promo item to the cart and check out, the checkout fails with a KeyError "
     "instead of giving me the order total for the cart.\n\n"
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.engine_repos import one_commit_index
+from support.engine_repos import one_commit_index, other_modules
 from support.gitrepo import GitRepo
 
 import arela_index.stores.code_search as code_search
@@ -61,10 +61,7 @@ GUIDE = (
     "# Rotating the key\n\nTo rotate the encryption key of stored passwords, run `vault rotate`.\n"
 )
 # Modules of other functions.
-OTHERS = {
-    f"src/app/{verb}.py": f'def {verb}_rows(rows):\n    """{verb.title()} the rows."""\n    return rows\n'
-    for verb in ("parse", "join", "sort", "count", "split", "merge", "print", "check")
-}
+OTHERS = other_modules("src/app")
 
 QUESTION = "how is the encryption key of stored passwords rotated?"
 

@@ -189,6 +189,15 @@ def one_commit_index(folder: Path, name: str, files: dict[str, str | bytes]) -> 
     )
 
 
+def other_modules(folder: str) -> dict[str, str]:
+    """Modules of small functions about rows, in `folder`: a repository's other code, which
+    shares none of a test question's words."""
+    return {
+        f"{folder}/{verb}.py": f'def {verb}_rows(rows):\n    """{verb.title()} the rows."""\n    return rows\n'
+        for verb in ("parse", "join", "sort", "count", "split", "merge", "print", "check")
+    }
+
+
 def cited_files(nodes: list[NodeWithScore]) -> list[str]:
     """The files of an answer's nodes, in order, each once."""
     return list(dict.fromkeys(n.node.metadata["file_path"] for n in nodes))
