@@ -607,7 +607,7 @@ def _build_memories(
             publish({"code": code_stats, "graph": graph_stats, "audit": early}, code_embedding)
         for write in later or ():
             write()
-        del later
+        del later  # its writes hold the terms and symbols: not kept while history is waited for
         audit, timings["audit"] = audit_job.result()
         shutil.rmtree(folder / _EARLY_AUDIT, ignore_errors=True)
     memories = {"code": code_stats, "graph": graph_stats, "audit": audit}
