@@ -207,14 +207,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         )
         callers = self._callers if about_tests else None
         return self._search.rank(
-            question,
-            candidates,
-            source_first,
-            about_tests,
-            callers,
-            self._neighbours,
-            shape.title,
-            shape.report,
+            question, candidates, source_first, about_tests, callers, self._neighbours, shape.title
         )
 
     def _held(self, question: str, positions: Sequence[int]) -> list[float]:
@@ -273,7 +266,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         if not question.strip() or self._store.is_empty():
             return []
         chunks = self._store.chunks
-        ranked = self._search.rank(question, count, report=read_question(question).report)[:count]
+        ranked = self._search.rank(question, count)[:count]
         return [fresh(chunks[i], 0.0, retriever="code") for i in ranked]
 
     def ask(self, question: Question, intents: Sequence[str] = ()) -> list[NodeWithScore]:

@@ -67,7 +67,7 @@ NEIGHBOUR_SYMBOLS = 10
 # report): its words name many symbols in passing (a traceback's, a reproducer's), so the
 # neighbourhood of its best hits leads away. Both fitted leave-one-repository-out on the tune sets
 # with SWE-bench Lite's public reports (scripts/fit_ranking.py).
-NEIGHBOUR_REPORT_WORDS: int | None = 90  # None: the shape's report signal (for the fit)
+NEIGHBOUR_REPORT_WORDS = 90
 NEIGHBOUR_REPORT_WEIGHT = 0.0
 # A pasted report's title (`text/shape.report_title`: its first line) ranks chunks and files on
 # its own, rankings of this weight beside the whole report's 1 (0: none), fitted
@@ -598,7 +598,6 @@ class CodeSearch:
         callers: Callers | None = None,
         neighbours: Callers | None = None,
         title: str = "",
-        report: bool = False,
     ) -> list[int]:
         """Chunk positions, best first, by reciprocal rank among chunks plus their file's among
         files and, for a question that ranks source first (below), among files by their best
@@ -632,8 +631,9 @@ class CodeSearch:
         if about_tests and TESTED_WEIGHT and callers is not None:
             tested = self._linked(scores, TESTED_SYMBOLS, callers, self._test_files, False)
             self._add_files(fused, ranked_chunks, scores, tested, TESTED_WEIGHT, candidates)
-        pasted = report if NEIGHBOUR_REPORT_WORDS is None else length >= NEIGHBOUR_REPORT_WORDS
-        near_weight = NEIGHBOUR_REPORT_WEIGHT if pasted else NEIGHBOUR_WEIGHT
+        near_weight = (
+            NEIGHBOUR_REPORT_WEIGHT if length >= NEIGHBOUR_REPORT_WORDS else NEIGHBOUR_WEIGHT
+        )
         if source_first and near_weight and neighbours is not None:
             near = self._linked(scores, NEIGHBOUR_SYMBOLS, neighbours, self._source_files, True)
             self._add_files(fused, ranked_chunks, scores, near, near_weight, candidates)
