@@ -1,5 +1,6 @@
 """Judge settings of the code memory's ranking constants (`stores/code_search.py`) on tune sets,
-leave-one-repository-out, end to end through the engine `arela ask --json --offline` runs.
+leave-one-repository-out, end to end through the engine `arela ask --json --offline` runs; a
+name with a module in front (`text.shape.TITLE_WORDS`) sets a constant of that `arela_index` module.
 
     python scripts/fit_ranking.py SET.jsonl [SET.jsonl ...] --index-name .arela \\
         --grid '[{}, {"NAME": value, ...}, ...]' [--repos-dir /work/repos] [--only name,...] \\
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import arela_index.stores.code_search as code_search
@@ -39,6 +42,24 @@ Row = dict[str, Any]
 FIGURES = ("hit5", "rr", "hit1")
 
 
+def place(name: str) -> tuple[ModuleType, str]:
+    """The module and attribute a setting's name sets: `code_search`'s, or that of the
+    `arela_index` module written in front of it (`text.shape.TITLE_WORDS`)."""
+    module, _, attribute = name.rpartition(".")
+    return (importlib.import_module(f"arela_index.{module}") if module else code_search), attribute
+
+
+def apply(values: dict[str, Any]) -> None:
+    """Set each constant, and forget what functools caches remembered under the ones before
+    (a question read once under another setting would keep its old reading)."""
+    for name, value in values.items():
+        setattr(*place(name), value)
+    for module in [m for n, m in sys.modules.items() if n.startswith("arela_index")]:
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+
 def ask_all(
     sets: list[Path], grid: list[dict[str, Any]], repos_dir: Path, index_name: str, only: set[str]
 ) -> list[Row]:
@@ -48,7 +69,7 @@ def ask_all(
     by_checkout: dict[Path, list[eval_corpus.Question]] = defaultdict(list)
     for q in questions:
         by_checkout[eval_corpus.checkout_dir(q.repo, q.base_commit, repos_dir)].append(q)
-    shipped = {name: getattr(code_search, name) for setting in grid for name in setting}
+    shipped = {name: getattr(*place(name)) for setting in grid for name in setting}
     rows = []
     for folder, asked in by_checkout.items():
         index = ArelaIndex.from_repo(
@@ -56,8 +77,7 @@ def ask_all(
         )
         index.read_memories()
         for number, setting in enumerate(grid):
-            for name, value in {**shipped, **setting}.items():
-                setattr(code_search, name, value)
+            apply({**shipped, **setting})
             engine = index.as_query_engine()
             for q in asked:
                 answer = response_json(q.question, engine.query(q.question))

@@ -66,7 +66,8 @@ NEIGHBOUR_SYMBOLS = 10
 # The neighbourhood's weight for a question of NEIGHBOUR_REPORT_WORDS words or more (a pasted
 # report): its words name many symbols in passing (a traceback's, a reproducer's), so the
 # neighbourhood of its best hits leads away. Both fitted leave-one-repository-out on the tune sets
-# with SWE-bench Lite's public reports (scripts/fit_ranking.py).
+# with SWE-bench Lite's public reports (scripts/fit_ranking.py); the question shape's own report
+# signal (`text/shape.read_question`) in place of the words ranked a shorter report lower.
 NEIGHBOUR_REPORT_WORDS = 90
 NEIGHBOUR_REPORT_WEIGHT = 0.0
 # A pasted report's title (`text/shape.report_title`: its first line) ranks chunks and files on
