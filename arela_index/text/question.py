@@ -25,6 +25,9 @@ T = TypeVar("T")
 _EXAMPLE = re.compile(
     r"\b(?:like|e\.g\.,?|such as|for (?:example|instance),?|say)\s+[`'\"]?([\w.:/-]+)", re.I
 )
+# Code a question writes out (an expression, a statement, a command line) is the asker's own: no
+# node spells it as written, so it is no name an answer must mention. A name is one token.
+_WRITTEN_CODE = re.compile(r"[\s()\[\]{}=+*<>!,;'\"%]")
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
 _LAYOUT = str.maketrans("", "", "\n\t")  # the control characters a question may keep
@@ -184,15 +187,18 @@ class Question:
     # Read when first asked for (routing alone needs neither), then kept.
     @cached_property
     def names(self) -> tuple[str, ...]:
-        """The names a node answering it must mention: not a number ("HTTP/3"), nor a name it
-        gives as an example ("accessors like `ds.geo.something`")."""
+        """The names a node answering it must mention: not a number ("HTTP/3"), a name it gives
+        as an example ("accessors like `ds.geo.something`"), nor code it writes out ("crashes on
+        `await (a ** b)`")."""
         examples = {m.group(1).rstrip(".:/-") for m in _EXAMPLE.finditer(self.text)}
         names = [
             n.rsplit(".", 1)[-1].lower().lstrip("-")  # `--hls-live-restart`: "hls-live-restart"
             for n in self.mentions.names
-            if n not in examples
+            if n not in examples and not _WRITTEN_CODE.search(n)
         ]
-        names += [p.rsplit("/", 1)[-1].lower() for p in self.mentions.paths]
+        names += [
+            p.rsplit("/", 1)[-1].lower() for p in self.mentions.paths if not _WRITTEN_CODE.search(p)
+        ]
         return tuple(dict.fromkeys(n for n in names if any(c.isalpha() for c in n)))
 
     @cached_property

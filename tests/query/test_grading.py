@@ -213,6 +213,8 @@ def test_a_name_nothing_mentions_ends_in_abstention_that_says_so(index: ArelaInd
         "how are cron expressions parsed, e.g. every_monday_9am?",  # an example, not its subject
         "how are cron expressions like `every_monday_9am` parsed?",
         "can the scheduler parse cron/5 expressions?",  # a number is no name to look for
+        # code written out is the asker's own: no node spells it so
+        "how are cron expressions parsed, as in `schedule('*/5 * * * *', job)`?",
     ],
 )
 def test_a_name_written_as_an_example_or_a_number_is_not_looked_for(
