@@ -167,8 +167,12 @@ class MeaningCheck:
     def warm(self) -> None:
         """Open both models now and the optimized session on its thread, for a process that
         answers many questions (a server): its first question then reads its passages at the
-        cost of the others."""
-        self._load().optimize()
+        cost of the others. A model that cannot be opened is left to the questions that need it
+        to say so: the others are answered."""
+        try:
+            self._load().optimize()
+        except ArelaError as exc:
+            log.warning("the sentence model is not opened ahead of the questions: %s", exc)
         self._static_model()
 
     def _load(self) -> SentenceModel:
