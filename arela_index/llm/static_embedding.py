@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 MODEL_DIR = Path(__file__).parent.parent / "data" / "static-minilm"
 MODEL_NAME = "arela-static-minilm-128"
-# What model2vec reads; with all three present it never looks elsewhere.
+# The files the model is read from; with all three present nothing looks elsewhere.
 _MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
 
@@ -25,7 +26,9 @@ def load_static_model(folder: Path = MODEL_DIR) -> StaticModel:
     """The model2vec model in `folder`, read from local files only.
 
     model2vec treats a path that does not exist as a hub id and downloads it, so the folder is
-    checked first and a missing or broken model is an `ArelaError`, never a download.
+    checked first and a missing or broken model is an `ArelaError`, never a download. Its files
+    are read here rather than by `StaticModel.from_pretrained`, whose module imports the Hugging
+    Face hub client to write model cards: 0.25 CPU-s of a question's first use of the model.
     """
     missing = [name for name in _MODEL_FILES if not (folder / name).is_file()]
     if missing:
@@ -35,12 +38,17 @@ def load_static_model(folder: Path = MODEL_DIR) -> StaticModel:
         )
     try:
         from model2vec import StaticModel
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
     except ImportError as err:
         raise ArelaError(
             "offline dense retrieval needs the `static` extra: pip install 'arela-index[static]'"
         ) from err
     try:
-        return StaticModel.from_pretrained(folder, normalize=True)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        tensors = load_file(str(folder / "model.safetensors"))
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        return StaticModel(tensors["embeddings"], tokenizer, config=config, normalize=True)
     except Exception as err:  # safetensors, tokenizers and json each raise their own types
         raise ArelaError(
             f"the static embedding model in {folder} is unreadable ({type(err).__name__}: {err}); "

@@ -72,6 +72,8 @@ class Generation:
         question then costs what any other does."""
         self.index.read_memories()
         _ = self.index.vocabulary, self.index.term_weights
+        if (meaning := self.index.policy.meaning) is not None:
+            meaning.warm()
         self.engine(self.index.config.top_k)
 
 

@@ -164,21 +164,37 @@ class MeaningCheck:
             "held": [_held(node, stems) for node in nodes],
         }
 
+    def warm(self) -> None:
+        """Open both models now and the optimized session on its thread, for a process that
+        answers many questions (a server): its first question then reads its passages at the
+        cost of the others. A model that cannot be opened is left to the questions that need it
+        to say so: the others are answered."""
+        try:
+            self._load().optimize()
+        except ArelaError as exc:
+            log.warning("the sentence model is not opened ahead of the questions: %s", exc)
+        self._static_model()
+
     def _load(self) -> SentenceModel:
         self._model = self._model or SentenceModel.shared()
         return self._model
 
-    def _static_cosines(self, question: str, nodes: Sequence[NodeWithScore]) -> list[float] | None:
-        """The static model's cosines of the question to each node's whole text (None without the
-        static model: its extra is not installed)."""
+    def _static_model(self) -> StaticEmbedding | None:
+        """The process's one static model, which offline dense retrieval shares (None without
+        it: its extra is not installed)."""
         with self._loading:
             if not self._static_tried:
-                try:  # the process's one static model, which offline dense retrieval shares
+                try:
                     self._static = default_static_embedding()
                 except ArelaError:
                     log.info("the meaning check reads every candidate: no static model")
                 self._static_tried = True
-        static = self._static
+        return self._static
+
+    def _static_cosines(self, question: str, nodes: Sequence[NodeWithScore]) -> list[float] | None:
+        """The static model's cosines of the question to each node's whole text (None without the
+        static model: its extra is not installed)."""
+        static = self._static_model()
         if static is None:
             return None
         keys = [_key(node) for node in nodes]

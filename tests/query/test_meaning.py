@@ -19,9 +19,11 @@ from support.fake_ollama import FakeOllama
 from support.gitrepo import GitRepo
 
 from arela_index.config import ArelaConfig
+from arela_index.errors import ArelaError
 from arela_index.index import ArelaIndex
 from arela_index.llm.ollama import make_llm
 from arela_index.llm.sentence_model import SentenceModel
+from arela_index.mcp.live import Generation
 from arela_index.policy.decisions import QueryPolicy, Scope
 from arela_index.policy.general import GeneralQuestions
 from arela_index.policy.meaning import MeaningCheck, StaticBound
@@ -485,3 +487,19 @@ def test_the_bounds_rows_hold_the_cosines_the_check_reads(links: Path) -> None:
     assert max(measured["cos_t"]) == pytest.approx(check.closest(question, candidates))
     assert len(measured["cos_sc"]) == len(measured["held"]) == len(candidates) > 1
     assert all(0.0 <= h <= 1.0 for h in measured["held"]) and max(measured["held"]) > 0.0
+
+
+def test_an_index_served_without_its_sentence_model_still_opens_and_answers(
+    links: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served index opens the sentence model before its first question; when the model cannot
+    be opened, the index still opens and answers the questions that do not read it."""
+
+    def missing(cls: type[SentenceModel], tokens: int = 128) -> SentenceModel:
+        raise ArelaError("the offline sentence model needs onnxruntime: reinstall arela-index")
+
+    monkeypatch.setattr(SentenceModel, "shared", classmethod(missing))
+    generation = Generation(ArelaIndex.load(links, offline=True))
+    generation.warm()
+    answer = generation.engine(5).query("who calls follow_chain?")
+    assert "linkcheck/crawl.py" in {n.node.metadata["file_path"] for n in answer.source_nodes}
