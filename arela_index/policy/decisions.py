@@ -223,7 +223,9 @@ class QueryPolicy:
                 lambda: offload(check.reach, text, found, enough),
             )
         elif found:
-            closest = enough  # no passage needs reading: any would do
+            # No passage needs reading: any would do. Not under 0: a logit exactly on the bar
+            # can round to a probability under it.
+            closest = max(enough, 0.0)
         values["closest"] = 1.0 if closest is None else closest
         p = model.probability(values)
         if p >= model.bar:
