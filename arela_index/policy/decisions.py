@@ -144,7 +144,7 @@ class QueryPolicy:
         kept = self._read.get(question.text)
         if kept is not None and kept.question == question:
             return kept
-        entities = read_entities(question, self.repository.vocabulary)
+        entities = read_entities(question, self.repository.vocabulary, self.repository.text)
         shape = question.shape
         words = read_words(question, entities, shape, self.repository)
         reading = PolicyReading(question, entities, shape, words)
@@ -223,7 +223,9 @@ class QueryPolicy:
                 lambda: offload(check.reach, text, found, enough),
             )
         elif found:
-            closest = enough  # no passage needs reading: any would do
+            # No passage needs reading: any would do. Not under 0: a logit exactly on the bar
+            # can round to a probability under it.
+            closest = max(enough, 0.0)
         values["closest"] = 1.0 if closest is None else closest
         p = model.probability(values)
         if p >= model.bar:
@@ -359,6 +361,7 @@ def _support(values: dict[str, float], reading: PolicyReading) -> tuple[str, ...
     entities = reading.entities
     if entities.names_code:
         named = [*entities.named_symbols, *entities.named_paths, *entities.project_named]
+        named += entities.used_code
         return (
             f"the question names {', '.join(f'`{n}`' for n in named[:3])}, which the repository holds",
         )

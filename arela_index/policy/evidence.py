@@ -14,9 +14,10 @@ from pathlib import PurePosixPath
 
 from wordfreq import zipf_frequency
 
+from arela_index.policy.term_weights import TermWeights
 from arela_index.text.entities import Found, Mentions, Vocabulary, path_key
 from arela_index.text.question import Question
-from arela_index.text.tokens import STOPWORDS
+from arela_index.text.tokens import STOPWORDS, words
 
 _HYPHENATED = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
 _OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")  # a long command-line option: "--lf"
@@ -48,6 +49,9 @@ class Entities:
     written: list[str] = field(default_factory=list)
     # What it writes as code that the repository does not hold (a near miss, or another's).
     unknown_code: list[str] = field(default_factory=list)
+    # What it writes as one identifier that no symbol is called but the code's text uses as a
+    # whole token: a keyword argument, an attribute, an option's key (`_used`).
+    used_code: list[str] = field(default_factory=list)
 
     @property
     def known(self) -> list[str]:
@@ -59,14 +63,22 @@ class Entities:
 
     @property
     def names_code(self) -> bool:
-        """It names code the repository holds (a symbol, a file, the project itself)."""
-        return bool(self.named_symbols or self.named_paths or self.project)
+        """It names code the repository holds: a symbol, a file, the project itself, or
+        identifiers its code uses when it writes no code the repository lacks (a name another's
+        code defines beside them says whose they are)."""
+        used = bool(self.used_code and not self.unknown_code)
+        return bool(self.named_symbols or self.named_paths or self.project or used)
 
 
-def read_entities(question: Question, vocabulary: Vocabulary | None) -> Entities:
+def read_entities(
+    question: Question, vocabulary: Vocabulary | None, text: TermWeights | None = None
+) -> Entities:
     """Resolve what the question names against what the repository holds.
 
-    Authors are the question's own (`Question.authors`): the people the audit memory filters on.
+    Code it writes is held when it names a symbol or a path, or, being one identifier, when the
+    code's `text` uses it as a whole token: a keyword argument, an attribute or an option's key
+    the code uses but never defines. Authors are the question's own (`Question.authors`): the
+    people the audit memory filters on.
     """
     mentions = question.mentions
     found = question.found(vocabulary) if vocabulary is not None else Found()
@@ -76,11 +88,14 @@ def read_entities(question: Question, vocabulary: Vocabulary | None) -> Entities
     if vocabulary is None:
         entities.unknown_code = list(entities.written)
         return entities
-    entities.unknown_code = [
+    unknown = [
         w
         for w in entities.written
         if not vocabulary.symbols_named(w.lstrip("-")) and not vocabulary.paths_named(w)
     ]
+    used = [w for w in unknown if text is not None and _used(w, text)]
+    entities.used_code = used
+    entities.unknown_code = [w for w in unknown if w not in used]
     symbols = _named_symbols(question, vocabulary)
     entities.named_symbols = list(symbols)
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
@@ -106,6 +121,14 @@ def _named_symbols(question: Question, vocabulary: Vocabulary) -> dict[str, None
         if not zipf(joined):
             symbols.update(dict.fromkeys(vocabulary.symbols_named(joined)))
     return symbols
+
+
+def _used(name: str, text: TermWeights) -> bool:
+    """Whether the code's text uses `name`, one identifier, as a whole token. Not one in
+    CapWords (`PostgreSQL`, `MongoDB`): a class the repository has is one of its symbols, and
+    one it only mentions is another's, or a product's."""
+    capwords = name[:1].isupper() and "_" not in name
+    return words(name) == [name] and not capwords and text.holds(name)
 
 
 def _names_file(path: str, written: set[str]) -> bool:

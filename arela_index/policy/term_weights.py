@@ -50,6 +50,15 @@ class TermWeights:
             return 0.0
         return (self._frequency(self.stems([word])[0]) or 0) / self.documents
 
+    def holds(self, word: str) -> bool:
+        """Whether some chunk holds the word as a whole token (its stem, as the index keeps a
+        compound identifier whole beside its parts): false without a code memory.
+
+        >>> TermWeights({"use_native_hstor": 2}.get, documents=10).holds("use_native_hstore")
+        True
+        """
+        return self.documents > 0 and bool(self._frequency(self.stems([word])[0]))
+
     def weight(self, word: str) -> float:
         """BM25's idf of the word's stem; unknown words weigh as if in no chunk at all."""
         if self.documents <= 0:

@@ -52,6 +52,12 @@ def selector(tmp_path_factory: pytest.TempPathFactory) -> Asked:
                 for other in TOPICS[part * 8 : part * 8 + 8]
             )
             files[f"src/streams/{topic}/{topic}_{part}.py"] = body
+    # A keyword argument the code passes and reads, but that no symbol is called.
+    files["src/streams/connect.py"] = (
+        "def connect_broker(url, **options):\n"
+        '    native = options.get("use_native_offsets", True)\n'
+        "    return open_broker(url, use_native_offsets=native)\n"
+    )
     repo.commit(files, "the stream processing library", author="Ada Lovelace")
     return asked(repo.root, folder / "index")
 
@@ -253,6 +259,18 @@ def test_a_hyphenated_compound_names_the_code_that_writes_it_as_one_word() -> No
     route = selector.route("how does group-by work, and can it be sped up with another library?")
     assert not route.out_of_scope and "code" in route.memory_names, route.notes
     assert selector.route("how do I set-up my printer?").out_of_scope
+
+
+def test_an_identifier_the_code_uses_is_the_repository_s(selector: Asked) -> None:
+    """A keyword argument the code passes but never defines is code the repository holds, as a
+    symbol is; one nothing uses is not, and the same question naming it stays out of scope."""
+    symptom = (
+        "With {}=False, reading a malformed checkpoint record from a partition hangs the "
+        "consumer: the parser backtracks catastrophically on an unterminated quoted segment."
+    )
+    route = selector.route(symptom.format("use_native_offsets"))
+    assert not route.out_of_scope and "code" in route.memory_names, route.notes
+    assert selector.route(symptom.format("use_native_hstore")).out_of_scope
 
 
 def test_how_code_came_to_be_is_no_foreign_word(selector: Asked) -> None:
