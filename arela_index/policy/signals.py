@@ -91,7 +91,8 @@ class WordReading:
 
 def content_words(question: Question, entities: Entities) -> list[str]:
     """Its words of three letters or more, lower case, each once: no function word of asking,
-    of time or of English, no part of a name it writes as code, nor of a time it names.
+    of time or of English, no part of a name it writes as code, of a time it names or of a
+    commit author it names (a name the history knows, whatever the code's text says).
 
     >>> from arela_index.policy.evidence import read_entities
     >>> q = Question.read("When was the Kafka consumer `read_offset` added last week?")
@@ -104,6 +105,7 @@ def content_words(question: Question, entities: Entities) -> list[str]:
     }
     code |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
     code |= {entities.project.lower()} if entities.project else set()
+    code |= {w.lower() for author in entities.authors for w in words(author)}
     found = (
         part
         for w in words(question.text)

@@ -187,6 +187,10 @@ class Vocabulary:
             for part in author.split():
                 if len(part) > 2:
                     self._authors.setdefault(part.lower(), author)
+            # A handle (`@h-vetinari`, as a .mailmap may name an author) is written with or
+            # without its "@".
+            if author.startswith("@") and " " not in author:
+                self._authors.setdefault(author[1:].lower(), author)
 
     def project_named(self, question: str) -> str | None:
         """The project's name, if `question` names it.
@@ -205,11 +209,13 @@ class Vocabulary:
         return self._project.sub("it", question) if self._project else question
 
     def author_named(self, word: str) -> str | None:
-        """The commit author a word names (a whole name, or a part of one longer than two
-        letters), if any.
+        """The commit author a word names (a whole name, a part of one longer than two letters,
+        or a handle without its "@"), if any.
 
         >>> Vocabulary(authors=["David Lord"]).author_named("lord")
         'David Lord'
+        >>> Vocabulary(authors=["@h-vetinari"]).author_named("h-vetinari")
+        '@h-vetinari'
         """
         return self._authors.get(word.lower())
 

@@ -28,6 +28,10 @@ _EXAMPLE = re.compile(
 # Code a question writes out (an expression, a statement, a command line) is the asker's own: no
 # node spells it as written, so it is no name an answer must mention. A name is one token.
 _WRITTEN_CODE = re.compile(r"[\s()\[\]{}=+*<>!,;'\"%]")
+# A token that may be an author's name as written, which the mentions' words split or drop: a
+# handle ("@mamrehn", "h-vetinari"; a .mailmap may name authors so), digits ("d1ffuz0r"), capitals
+# ("OrangeTux"), letters beyond ASCII ("Grönholm", "小明").
+_AUTHOR_TOKEN = re.compile(r"(?<![\w@.-])@?\w(?:[\w.-]*\w)?")
 # Long enough for any real question; a 100 KB paste must not become a 100 KB prompt or search.
 MAX_CHARS = 4000
 _LAYOUT = str.maketrans("", "", "\n\t")  # the control characters a question may keep
@@ -173,7 +177,9 @@ class Question:
         asked = self.asked
 
         def named() -> tuple[str, ...]:
-            candidates = [a for a in map(vocabulary.author_named, asked.mentions.words) if a]
+            tokens = (t for t in _AUTHOR_TOKEN.findall(asked.text) if t.lower() not in STOPWORDS)
+            words = [*asked.mentions.words, *tokens]
+            candidates = [a for a in map(vocabulary.author_named, words) if a]
             return named_authors(asked.text, candidates) if candidates else ()
 
         return _once(asked._authors, vocabulary, named)
@@ -253,11 +259,16 @@ def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
 
     >>> named_authors("what did lord and Jane Doe change?", ["David Lord", "Jane Doe"])
     ('Jane Doe',)
+    >>> named_authors("what did h-vetinari change?", ["@h-vetinari"])
+    ('@h-vetinari',)
     """
     out: list[str] = []
     for author in dict.fromkeys(candidates):
         flags = re.I if " " in author.strip() else 0
-        full = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", text, flags)
+        full = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", text, flags) or (
+            author.startswith("@")
+            and re.search(rf"(?<![\w@.-]){re.escape(author[1:])}(?![\w-])", text)
+        )
         part = " " in author.strip() and any(
             re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text)
             for p in author.split()

@@ -308,6 +308,25 @@ def test_a_lower_case_word_is_not_an_author(git_repo: GitRepo, tmp_path: Path) -
     assert retriever.plan("what did Test change?").authors == ["Test"]
 
 
+def test_an_author_named_by_a_handle_is_found_with_or_without_its_at(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """A .mailmap may name an author by a handle ("@octo-cat"): "what did @octo-cat change?" and
+    "what did octo-cat change?" are about that author's commits."""
+    git_repo.write({".mailmap": "@octo-cat <octo@example.com> Octo Cat <octo@example.com>\n"})
+    mine = git_repo.commit(
+        {"runner.py": "x = 1\n"}, "Speed up the runner", author="Octo Cat", email="octo@example.com"
+    )
+    git_repo.commit({"other.py": "y = 1\n"}, "Add the other runner", author="Ann")
+    retriever = AuditLogRetriever(
+        AuditStore.build(scan_repository(git_repo.root), tmp_path / "audit"), top_k=5
+    )
+    for question in ("what did @octo-cat change?", "what did octo-cat change?"):
+        assert retriever.plan(question).authors == ["@octo-cat"], question
+        assert commits(retriever.retrieve(question)) == [mine], question
+    assert retriever.plan("what did octo change?").authors == []
+
+
 def test_a_deleted_file_is_still_known_to_history(git_repo: GitRepo, tmp_path: Path) -> None:
     created = git_repo.commit(
         {"old_tool.py": "x = 1\n", "keep.py": "y = 1\n"},

@@ -238,6 +238,31 @@ def test_an_author_s_name_alone_does_not_make_a_question_about_the_repository(
     assert not selector.route("what did Lovelace change in the watermark?").out_of_scope
 
 
+def test_what_an_author_changed_is_about_the_repository(tmp_path: Path) -> None:
+    """An author's name is the history's, not a word the code must use: "what did Ada Lovelace
+    change?" asks about her commits even where no file names her, and so does a handle a .mailmap
+    gives an author, written with or without its "@"."""
+    repo = GitRepo(tmp_path / "streams")
+    files = {
+        f"src/streams/{topic}.py": "\n".join(
+            f"def {verb}_{topic}(v):\n    return v\n" for verb in VERBS
+        )
+        for topic in TOPICS
+    }
+    files[".mailmap"] = "@octo-cat <octo@example.com> Octo Cat <octo@example.com>\n"
+    repo.commit(files, "the stream processing library", author="Ada Lovelace")
+    repo.commit({"src/streams/exit.py": "def flush_all():\n    pass\n"}, "Flush every sink at exit",
+                author="Octo Cat", email="octo@example.com")  # fmt: skip
+    selector = asked(repo.root, tmp_path / "index")
+    for question in (
+        "what did Ada Lovelace change?",
+        "what did @octo-cat change?",
+        "what did octo-cat change?",
+    ):
+        route = selector.route(question)
+        assert not route.out_of_scope and route.memory_names == ["audit"], (question, route.notes)
+
+
 def test_a_product_s_name_is_not_code(selector: Asked) -> None:
     """ "WordPress" is written like code, but English writes it: a question about a page of a
     WordPress site is not about the repository, while a misspelt name of its code still is."""
