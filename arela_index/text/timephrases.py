@@ -59,6 +59,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ("between", rf"\b(?:between|from)\s+(?P<a>{_DATE}){_TO}(?P<b>{_DATE})\b"),
         ("between_tags", rf"\b(?:between|from)\s+{_TAG_A}{_TO}{_TAG_B}"),
         ("commits", rf"\b(?:in\s+)?{_LAST}(?P<n>{_NUM})\s+commits?\b"),
+        # "the last commit" is the newest one ("the last commit message" is no commit).
+        (
+            "one_commit",
+            r"\b(?:the\s+(?:last|latest|newest|most\s+recent)\s+commit\b(?!\s+(?:message|hook))"
+            r"|committed\s+last\b)",
+        ),
         (
             "rolling",
             rf"\b(?:(?:in|during|over|within)\s+)?{_LAST}(?P<n>{_NUM})\s+(?P<unit>{_UNIT})\b",
@@ -187,6 +193,9 @@ class _Resolver:
     def _commits(self, m: re.Match[str]) -> _Got:
         n = _number(m.group("n"))
         return (None, None, n, f"the newest {n} commits") if n else None
+
+    def _one_commit(self, m: re.Match[str]) -> _Got:
+        return None, None, 1, "the newest commit"
 
     def _rolling(self, m: re.Match[str]) -> _Got:
         n = _number(m.group("n"))

@@ -206,6 +206,8 @@ def test_relative_phrases_use_the_newest_commit_not_the_clock(
         history["exit"],
         history["adr"],
     ]
+    assert commits(retriever.retrieve("what did the last commit change?")) == [history["exit"]]
+    assert commits(retriever.retrieve("who committed last?")) == [history["exit"]]
 
 
 def test_first_and_introduced_go_oldest_first(

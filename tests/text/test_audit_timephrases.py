@@ -95,6 +95,9 @@ def test_the_newest_commits_by_count() -> None:
         ("in the last 5 commits", 5),
         ("the latest ten commits", 10),
         ("last 1 commit", 1),
+        ("what did the last commit change?", 1),
+        ("who committed last?", 1),
+        ("show me the most recent commit", 1),
     ]:
         w = _window(question, REF)
         assert w is not None and w.last_commits == n and w.start is None
@@ -115,6 +118,7 @@ def test_phrase_text_and_what_is_left_of_the_question() -> None:
         "what may break",
         "fix for issue 2024",
         "when was termui.py last changed",
+        "how is the last commit message checked?",
         "",
     ],
 )
