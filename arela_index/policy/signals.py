@@ -105,7 +105,9 @@ def content_words(question: Question, entities: Entities) -> list[str]:
     }
     code |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
     code |= {entities.project.lower()} if entities.project else set()
-    code |= {w.lower() for author in entities.authors for w in words(author)}
+    code |= {
+        p for a in entities.authors for w in words(a) for p in (w.lower(), *split_identifier(w))
+    }
     found = (
         part
         for w in words(question.text)

@@ -177,8 +177,11 @@ class Question:
         asked = self.asked
 
         def named() -> tuple[str, ...]:
-            tokens = (t for t in _AUTHOR_TOKEN.findall(asked.text) if t.lower() not in STOPWORDS)
-            words = [*asked.mentions.words, *tokens]
+            tokens = _AUTHOR_TOKEN.findall(asked.text)
+            # A full name is looked up whole too: its parts may each name another author first.
+            names = [" ".join(tokens[i : i + n]) for n in (2, 3) for i in range(len(tokens))]
+            kept = (t for t in tokens if t.lower() not in STOPWORDS)
+            words = [*asked.mentions.words, *kept, *names]
             candidates = [a for a in map(vocabulary.author_named, words) if a]
             return named_authors(asked.text, candidates) if candidates else ()
 
@@ -252,7 +255,8 @@ def _once(
 
 
 def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
-    """The candidates a text really names: the full name, or a part of it written capitalised.
+    """The candidates a text really names: the full name, or a part of it written capitalised
+    outside the full names it writes ("Matthew Riedel" names him, not an author called Matthew).
 
     "Who sped up the test runner?" must not filter on an author called "Test"; a one-word name
     must be written exactly as the author writes it.
@@ -261,20 +265,33 @@ def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
     ('Jane Doe',)
     >>> named_authors("what did h-vetinari change?", ["@h-vetinari"])
     ('@h-vetinari',)
+    >>> named_authors("what did Matthew Riedel change?", ["Matthew", "Matthew Riedel"])
+    ('Matthew Riedel',)
     """
-    out: list[str] = []
-    for author in dict.fromkeys(candidates):
+    unique = list(dict.fromkeys(candidates))
+    full: dict[str, re.Match[str] | None] = {}
+    for author in unique:
         flags = re.I if " " in author.strip() else 0
-        full = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", text, flags) or (
-            author.startswith("@")
-            and re.search(rf"(?<![\w@.-]){re.escape(author[1:])}(?![\w-])", text)
+        full[author] = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", text, flags) or (
+            re.search(rf"(?<![\w@.-]){re.escape(author[1:])}(?![\w-])", text)
+            if author.startswith("@")
+            else None
         )
+    longer = [m.span() for a, m in full.items() if m is not None and " " in a.strip()]
+
+    def alone(m: re.Match[str]) -> bool:  # not inside another author's full name
+        return not any(s <= m.start() and m.end() <= e and (s, e) != m.span() for s, e in longer)
+
+    out: list[str] = []
+    for author in unique:
+        match = full[author]
         part = " " in author.strip() and any(
-            re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text)
+            alone(m)
             for p in author.split()
             if len(p) > 2 and p[:1].isupper()
+            for m in re.finditer(rf"(?<!\w){re.escape(p)}(?!\w)", text)
         )
-        if full or part:
+        if (match is not None and alone(match)) or part:
             out.append(author)
     return tuple(out)
 

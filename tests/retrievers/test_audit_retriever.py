@@ -329,6 +329,21 @@ def test_an_author_named_by_a_handle_is_found_with_or_without_its_at(
     assert retriever.plan("what did octo change?").authors == []
 
 
+def test_a_full_name_is_not_read_as_the_author_its_first_name_is(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """With an author called Matthew and one called Matthew Riedel, "what did Matthew Riedel
+    change?" is about the second alone, and "what did Matthew change?" about the first."""
+    first = git_repo.commit({"a.py": "x = 1\n"}, "Add a", author="Matthew", email="m@example.com")
+    second = git_repo.commit({"b.py": "y = 1\n"}, "Add b", author="Matthew Riedel")
+    retriever = AuditLogRetriever(
+        AuditStore.build(scan_repository(git_repo.root), tmp_path / "audit"), top_k=5
+    )
+    assert retriever.plan("what did Matthew Riedel change?").authors == ["Matthew Riedel"]
+    assert commits(retriever.retrieve("what did Matthew Riedel change?")) == [second]
+    assert commits(retriever.retrieve("what did Matthew change?")) == [first]
+
+
 def test_a_deleted_file_is_still_known_to_history(git_repo: GitRepo, tmp_path: Path) -> None:
     created = git_repo.commit(
         {"old_tool.py": "x = 1\n", "keep.py": "y = 1\n"},

@@ -253,11 +253,14 @@ def test_what_an_author_changed_is_about_the_repository(tmp_path: Path) -> None:
     repo.commit(files, "the stream processing library", author="Ada Lovelace")
     repo.commit({"src/streams/exit.py": "def flush_all():\n    pass\n"}, "Flush every sink at exit",
                 author="Octo Cat", email="octo@example.com")  # fmt: skip
+    repo.commit({"src/streams/lag.py": "def lag_of(group):\n    pass\n"}, "Measure the lag",
+                author="Matt McCormick")  # fmt: skip
     selector = asked(repo.root, tmp_path / "index")
     for question in (
         "what did Ada Lovelace change?",
         "what did @octo-cat change?",
         "what did octo-cat change?",
+        "what did Matt McCormick change?",
     ):
         route = selector.route(question)
         assert not route.out_of_scope and route.memory_names == ["audit"], (question, route.notes)
