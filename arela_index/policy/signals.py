@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
@@ -100,22 +100,16 @@ def content_words(question: Question, entities: Entities) -> list[str]:
     ['kafka', 'consumer', 'added']
     """
     skip = STOPWORDS | asking() | of_time()
-    code = {
-        p for n in entities.written for w in words(n) for p in (w.lower(), *split_identifier(w))
-    }
-    code |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
-    code |= {entities.project.lower()} if entities.project else set()
-    code |= {
-        p for a in entities.authors for w in words(a) for p in (w.lower(), *split_identifier(w))
-    }
-    found = (
-        part
-        for w in words(question.text)
-        for part in dict.fromkeys((w.lower(), *split_identifier(w)))
-    )
-    return list(
-        dict.fromkeys(p for p in found if p.isalpha() and len(p) > 2 and p not in skip | code)
-    )
+    skip |= {p for name in (*entities.written, *entities.authors) for p in _parts(name)}
+    skip |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
+    skip |= {entities.project.lower()} if entities.project else set()
+    found = _parts(question.text)
+    return list(dict.fromkeys(p for p in found if p.isalpha() and len(p) > 2 and p not in skip))
+
+
+def _parts(text: str) -> Iterator[str]:
+    """Its words, lower case, each followed by its identifier parts (`split_identifier`)."""
+    return (p for w in words(text) for p in (w.lower(), *split_identifier(w)))
 
 
 def read_words(
