@@ -268,9 +268,8 @@ def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
     >>> named_authors("what did Matthew Riedel change?", ["Matthew", "Matthew Riedel"])
     ('Matthew Riedel',)
     """
-    unique = list(dict.fromkeys(candidates))
     full: dict[str, re.Match[str] | None] = {}
-    for author in unique:
+    for author in dict.fromkeys(candidates):
         flags = re.I if " " in author.strip() else 0
         full[author] = re.search(rf"(?<!\w){re.escape(author)}(?!\w)", text, flags) or (
             re.search(rf"(?<![\w@.-]){re.escape(author[1:])}(?![\w-])", text)
@@ -283,8 +282,7 @@ def named_authors(text: str, candidates: list[str]) -> tuple[str, ...]:
         return not any(s <= m.start() and m.end() <= e and (s, e) != m.span() for s, e in longer)
 
     out: list[str] = []
-    for author in unique:
-        match = full[author]
+    for author, match in full.items():
         part = " " in author.strip() and any(
             alone(m)
             for p in author.split()
