@@ -17,7 +17,8 @@ template asks of each ("what does X do?", "who calls X?", "where is X defined?",
 `EVERYDAY` and `CONTROL` names are sampled per checkout by a generator seeded with its name.
 Every question is about its checkout: `ask` asks each through `ArelaIndex.as_retriever()`, as
 `eval_abstention.py` does (an empty answer is a refusal), and counts the passages the scope check
-by meaning read (`MeaningCheck._closest`) and the process CPU of each ask.
+by meaning read (`MeaningCheck._closest`), the process CPU of each ask, and the answers holding
+the symbol asked about (a node whose symbol's last name it is).
 """
 
 from __future__ import annotations
@@ -119,16 +120,23 @@ def ask(path: Path, index_name: str, repos_dir: Path, out: Path | None) -> None:
             cpu = time.process_time()
             nodes = retriever.retrieve(row["question"])
             cpu = time.process_time() - cpu
-            defined = any(
-                row["name"] in str(n.node.metadata.get("symbol", "")) or row["name"] in n.node.get_content()
-                for n in nodes
-            )
+            # The answer holds the symbol itself (its definition, a chunk of it, its callers'
+            # node in the graph names it): a node whose symbol's last name is the name asked.
+            named = {str(n.node.metadata.get("symbol", "")).rpartition(".")[2] for n in nodes}
             results.append(
-                {**row, "refused": not nodes, "read": read["now"], "cpu_ms": 1000 * cpu,
-                 "mentions_name": defined}
+                {
+                    **row,
+                    "refused": not nodes,
+                    "read": read["now"],
+                    "cpu_ms": 1000 * cpu,
+                    "holds_symbol": row["name"] in named,
+                }
             )
-        print(f"  {name}: {sum(r['refused'] for r in results if r['checkout'] == name)} refused "
-              f"of {len(asked)}", file=sys.stderr)
+        print(
+            f"  {name}: {sum(r['refused'] for r in results if r['checkout'] == name)} refused "
+            f"of {len(asked)}",
+            file=sys.stderr,
+        )
     for kind in ("everyday", "control"):
         of = [r for r in results if r["kind"] == kind]
         if not of:
@@ -139,6 +147,7 @@ def ask(path: Path, index_name: str, repos_dir: Path, out: Path | None) -> None:
         print(
             f"{kind:9} {len(of)} asks: refused {len(refused)}; passages read {sum(reads)} "
             f"(asks reading any {sum(1 for x in reads if x)}, reading 4+ {sum(1 for x in reads if x >= 4)}); "
+            f"answers holding the symbol {sum(r['holds_symbol'] for r in of)}; "
             f"CPU ms per ask p50 {statistics.median(cpus):.1f} p95 {cpus[int(0.95 * (len(cpus) - 1))]:.1f}"
         )
         for r in refused:

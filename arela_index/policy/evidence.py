@@ -1,8 +1,9 @@
 """What a question names that the repository knows: symbols, files, the project, its people.
 
 Symbols count as named when the question writes them as identifiers (`parse_config`,
-`RedisBackend`, `Cart.addItem`) or as a capitalised word a class is called (`Scheduler`); a
-lower-case word like "scheduler" is a topic, not a name. A name shaped like code that English
+`RedisBackend`, `Cart.addItem`), as a capitalised word a class is called (`Scheduler`), or as the
+one word a question asked of code is about ("what does mean do?", "who calls inner?"); elsewhere
+a lower-case word like "scheduler" is a topic, not a name. A name shaped like code that English
 writes ("WordPress", `wordfreq` knows it) is a product's, not code the question writes.
 """
 
@@ -21,6 +22,15 @@ from arela_index.text.tokens import STOPWORDS, words
 
 _HYPHENATED = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
 _OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")  # a long command-line option: "--lf"
+# The whole of a question asked of code, one word where the code's name goes: what it does or
+# returns, who calls or uses it, where it is defined. English asks these of people and things
+# with more words ("who calls the shots?", "what does fun mean for children?").
+_ASKED_OF_CODE = re.compile(
+    r"(?:what|who)\s+(?:does|did)\s+(\w+)\s+(?:do|return)"
+    r"|(?:who|what)\s+(?:calls|uses|invokes)\s+(\w+)"
+    r"|where\s+(?:is|are)\s+(\w+)\s+(?:defined|declared|implemented|called|used)",
+    re.IGNORECASE,
+)
 
 
 def zipf(word: str) -> float:
@@ -107,13 +117,15 @@ def read_entities(
 
 
 def _named_symbols(question: Question, vocabulary: Vocabulary) -> dict[str, None]:
-    """The symbols it names: as identifiers, as a capitalised word a symbol is called, or as a
-    compound written with hyphens that code writes as one word ("group-by" for `groupby`; one
-    English writes, "set-up", is English)."""
+    """The symbols it names: as identifiers, as a capitalised word a symbol is called, as the
+    word a question asked of code is about (`asked_of_code`), or as a compound written with
+    hyphens that code writes as one word ("group-by" for `groupby`; one English writes, "set-up",
+    is English)."""
     mentions = question.mentions
     symbols = dict.fromkeys(s for name in mentions.names for s in vocabulary.symbols_named(name))
+    about = asked_of_code(question.text)
     for word in mentions.words:
-        if word[:1].isupper() and word.lower() not in STOPWORDS:
+        if (word[:1].isupper() and word.lower() not in STOPWORDS) or word == about:
             tail = (s for s in vocabulary.symbols_named(word) if s.rsplit(".", 1)[-1] == word)
             symbols.update(dict.fromkeys(tail))
     for compound in _HYPHENATED.findall(question.text):
@@ -121,6 +133,16 @@ def _named_symbols(question: Question, vocabulary: Vocabulary) -> dict[str, None
         if not zipf(joined):
             symbols.update(dict.fromkeys(vocabulary.symbols_named(joined)))
     return symbols
+
+
+def asked_of_code(question: str) -> str | None:
+    """The one word a question asked of code is about, when the question is only that.
+
+    >>> asked_of_code("What does mean do?"), asked_of_code("who calls the shots?")
+    ('mean', None)
+    """
+    found = _ASKED_OF_CODE.fullmatch(question.strip().rstrip("?!. "))
+    return next((g for g in found.groups() if g), None) if found else None
 
 
 def _used(name: str, text: TermWeights) -> bool:
