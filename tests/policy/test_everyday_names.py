@@ -69,6 +69,7 @@ def symbols(nodes: list) -> set[str]:
     [
         ("who calls inner?", {"norm", "angle_cosine"}, "who calls the shots in a startup?"),
         ("what does inner return?", {"inner"}, "what does inner peace feel like?"),
+        ("how does inner work?", {"inner"}, "how does gravity work?"),
         (
             "what calls inner?",
             {"norm", "angle_cosine"},
