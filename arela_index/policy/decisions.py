@@ -166,6 +166,9 @@ class QueryPolicy:
         # judged by its names and words: a report is longer than the sentence model reads, and
         # "what changed last week?" asks the history, not the passages it would compare.
         judged_by_words = any(values[name] for name in ("report", "no_words", "names_time"))
+        # A question that is only one asked of a symbol it names ("who calls inner?", "what does
+        # mean do?") means that code: the passages would be read for the name alone.
+        judged_by_words = judged_by_words or reading.entities.asks_of_symbol
         sure = self.meaning is None or judged_by_words
         if not sure and words.sure_no < p < words.sure_yes:
             return Scope(UNSURE, p)

@@ -1,8 +1,9 @@
 """What a question names that the repository knows: symbols, files, the project, its people.
 
 Symbols count as named when the question writes them as identifiers (`parse_config`,
-`RedisBackend`, `Cart.addItem`) or as a capitalised word a class is called (`Scheduler`); a
-lower-case word like "scheduler" is a topic, not a name. A name shaped like code that English
+`RedisBackend`, `Cart.addItem`), as a capitalised word a class is called (`Scheduler`), or as the
+one word a question asked of code is about ("what does mean do?", "who calls inner?"); elsewhere
+a lower-case word like "scheduler" is a topic, not a name. A name shaped like code that English
 writes ("WordPress", `wordfreq` knows it) is a product's, not code the question writes.
 """
 
@@ -21,6 +22,18 @@ from arela_index.text.tokens import STOPWORDS, words
 
 _HYPHENATED = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
 _OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")  # a long command-line option: "--lf"
+# The whole of a question asked of code, one name where the code's goes (a plain word, an
+# identifier, backticked or not): what it does or returns, how it works, who calls or uses it,
+# where it is defined. English asks these of people and things with more words ("who calls the
+# shots?", "what does fun mean for children?").
+_NAME = r"`?([A-Za-z_][\w.]*?)`?(?:\(\))?"
+_ASKED_OF_CODE = re.compile(
+    rf"(?:what|who)\s+(?:does|did)\s+{_NAME}\s+(?:do|return)"
+    rf"|how\s+does\s+{_NAME}\s+work"
+    rf"|(?:who|what)\s+(?:calls|uses|invokes)\s+{_NAME}"
+    rf"|where\s+(?:is|are)\s+{_NAME}\s+(?:defined|declared|implemented|called|used)",
+    re.IGNORECASE,
+)
 
 
 def zipf(word: str) -> float:
@@ -52,6 +65,8 @@ class Entities:
     # What it writes as one identifier that no symbol is called but the code's text uses as a
     # whole token: a keyword argument, an attribute, an option's key (`_used`).
     used_code: list[str] = field(default_factory=list)
+    # The whole question is one asked of a symbol it names ("who calls inner?", `asked_of_code`).
+    asks_of_symbol: bool = False
 
     @property
     def known(self) -> list[str]:
@@ -96,8 +111,12 @@ def read_entities(
     used = [w for w in unknown if text is not None and _used(w, text)]
     entities.used_code = used
     entities.unknown_code = [w for w in unknown if w not in used]
-    symbols = _named_symbols(question, vocabulary)
+    about = asked_of_code(question.text)
+    symbols = _named_symbols(question, vocabulary, about)
     entities.named_symbols = list(symbols)
+    entities.asks_of_symbol = about is not None and any(
+        s.rpartition(".")[2] == about.rpartition(".")[2] for s in symbols
+    )
     # A file it names ("main.py", "src/app"), not a plain word that is also a file's name ("main").
     lowered = {path_key(m) for m in code}
     entities.named_paths = [p for p in found.paths if _names_file(p, lowered)]
@@ -106,14 +125,17 @@ def read_entities(
     return entities
 
 
-def _named_symbols(question: Question, vocabulary: Vocabulary) -> dict[str, None]:
-    """The symbols it names: as identifiers, as a capitalised word a symbol is called, or as a
-    compound written with hyphens that code writes as one word ("group-by" for `groupby`; one
-    English writes, "set-up", is English)."""
+def _named_symbols(
+    question: Question, vocabulary: Vocabulary, about: str | None
+) -> dict[str, None]:
+    """The symbols it names: as identifiers, as a capitalised word a symbol is called, as the
+    word a question asked of code is `about` (`asked_of_code`), or as a compound written with
+    hyphens that code writes as one word ("group-by" for `groupby`; one English writes, "set-up",
+    is English)."""
     mentions = question.mentions
     symbols = dict.fromkeys(s for name in mentions.names for s in vocabulary.symbols_named(name))
     for word in mentions.words:
-        if word[:1].isupper() and word.lower() not in STOPWORDS:
+        if (word[:1].isupper() and word.lower() not in STOPWORDS) or word == about:
             tail = (s for s in vocabulary.symbols_named(word) if s.rsplit(".", 1)[-1] == word)
             symbols.update(dict.fromkeys(tail))
     for compound in _HYPHENATED.findall(question.text):
@@ -121,6 +143,17 @@ def _named_symbols(question: Question, vocabulary: Vocabulary) -> dict[str, None
         if not zipf(joined):
             symbols.update(dict.fromkeys(vocabulary.symbols_named(joined)))
     return symbols
+
+
+def asked_of_code(question: str) -> str | None:
+    """The one name a question asked of code is about, when the question is only that.
+
+    >>> asked_of_code("What does mean do?"), asked_of_code("who calls `Option.get`?")
+    ('mean', 'Option.get')
+    >>> asked_of_code("who calls the shots?")
+    """
+    found = _ASKED_OF_CODE.fullmatch(question.strip().rstrip("?!. "))
+    return next((g for g in found.groups() if g), None) if found else None
 
 
 def _used(name: str, text: TermWeights) -> bool:
