@@ -173,8 +173,8 @@ class AuditLogRetriever(MemoryRetriever):
         plan.paths += created
         plan.soft_paths = [p for p in plan.soft_paths if p not in created]
         plan.ranks_authors = asks_for_ranked_authors(question.text) is not None
-        if plan.ranks_authors:  # counted over the window, people and files; words do not rank
-            plan.terms = []
+        if plan.ranks_authors:  # counted over the window, people and named files; words do not
+            plan.terms, plan.soft_paths, plan.soft_symbols = [], [], []
         if window is not None and window.open:
             # "What changed recently?" alone: the newest commits, as many as an answer shows;
             # beside a file, a function, words or people, those come newest first, unbounded.
@@ -341,7 +341,7 @@ class AuditLogRetriever(MemoryRetriever):
         """The authors by their commits, in the question's window and files, as one node."""
         where = self._window_filter(plan)
         ranking = self._store.authors_by_commits(where, plan.paths, plan.symbols, self.top_k)
-        return NodeWithScore(node=_ranking_node(ranking, plan.describe()), score=1.0)
+        return NodeWithScore(node=_ranking_node(ranking, plan), score=1.0)
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -414,8 +414,14 @@ def _word_hits(text: dict[int, float], soft: _Touched) -> list[_Hit]:
     return hits
 
 
-def _day(ts: int) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).date().isoformat()
+def _many(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("s" if count != 1 else "")
+
+
+def _days(first_ts: int, last_ts: int) -> str:
+    """The days of the first and the last of some commits ("2024-01-02 to 2024-03-12")."""
+    first, last = (datetime.fromtimestamp(t, timezone.utc).date() for t in (first_ts, last_ts))
+    return first.isoformat() if first == last else f"{first} to {last}"
 
 
 def _file_stem(path: str) -> str:
@@ -490,28 +496,33 @@ def _commit_node(c: CommitRecord, hit: _Hit, plan: AuditPlan, trace: str) -> Tex
     )
 
 
-def _ranking_node(ranking: AuthorRanking, trace: str) -> TextNode:
+def _ranking_node(ranking: AuthorRanking, plan: AuditPlan) -> TextNode:
+    # The files and functions it counts in are named: the grader keeps what names them.
+    touching = ", ".join([*plan.paths, *plan.symbols])
+    within = f" touching {touching}" if touching else ""
     if ranking.first_ts is None or ranking.last_ts is None:
-        head = "no commits (merges aside) meet the question's limits"
+        head = f"no commits{within} (merges aside) meet the question's limits"
     else:
+        counted = f"{_many(ranking.commits, 'commit')} by {_many(ranking.authors, 'author')}"
         head = (
-            f"authors by their commits, merges not counted: {ranking.commits:,} commits by "
-            f"{ranking.authors:,} authors, {_day(ranking.first_ts)} to {_day(ranking.last_ts)}"
+            f"authors by their commits{within}, merges not counted: {counted}, "
+            f"{_days(ranking.first_ts, ranking.last_ts)}"
         )
         if ranking.authors > len(ranking.ranked):
             head += f"; the first {len(ranking.ranked)}"
     lines = [
-        f"{rank}. {a.author}: {a.commits:,} commits ({a.commits / ranking.commits:.0%}), "
-        f"{_day(a.first_ts)} to {_day(a.last_ts)}"
+        f"{rank}. {a.author}: {_many(a.commits, 'commit')} ({a.commits / ranking.commits:.0%}), "
+        f"{_days(a.first_ts, a.last_ts)}"
         for rank, a in enumerate(ranking.ranked, 1)
     ]
     return make_node(
         "\n".join([head, *lines]),
         memory="audit",
         kind="authors",
+        file_path=plan.paths[0] if len(plan.paths) == 1 else None,
         author=ranking.ranked[0].author if ranking.ranked else None,
-        id_=node_id("audit", "authors", trace),
-        extra={"retriever": "audit", "plan": trace},
+        id_=node_id("audit", "authors", plan.describe()),
+        extra={"retriever": "audit", "plan": plan.describe()},
     )
 
 

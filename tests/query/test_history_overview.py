@@ -98,6 +98,16 @@ def test_the_main_contributors_are_the_authors_by_their_commits(
     assert "8 commits" in lines[1] and "5 commits" in lines[2] and "2 commits" in lines[3]
 
 
+def test_the_main_contributors_to_a_file_are_its_authors_by_their_commits(
+    history: History,
+) -> None:
+    nodes, refused = history.ask("who committed most to src/streams/offset.py?")
+    assert not refused and nodes and nodes[0].node.metadata["kind"] == "authors"
+    lines = nodes[0].node.get_content().splitlines()
+    assert "touching src/streams/offset.py" in lines[0]
+    assert lines[1:] == ["1. Ada Lovelace: 2 commits (100%), 2024-01-01 to 2024-01-02"]
+
+
 @pytest.mark.parametrize(
     "question",
     [

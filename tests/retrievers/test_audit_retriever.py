@@ -233,7 +233,11 @@ def test_the_main_contributors_are_the_authors_by_their_commits(
     assert [line.split(":")[0] for line in lines[2:]] == ["2. Carol King", "3. Bob Stone"]
     # Within a time or a file the question names.
     in_cli = retriever.retrieve("who committed most to src/app/cli.py?")[0].node.get_content()
-    assert in_cli.splitlines()[1].startswith("1. Alice Liddell: 2 commits")
+    assert "touching src/app/cli.py" in in_cli.splitlines()[0]
+    assert in_cli.splitlines()[1:] == [
+        "1. Alice Liddell: 2 commits (67%), 2024-01-15 to 2024-03-12",
+        "2. Carol King: 1 commit (33%), 2024-02-01",
+    ]
     since = retriever.retrieve("who was the most active committer since February 2024?")
     assert since[0].node.get_content().splitlines()[1].startswith("1. Carol King: 2 commits")
 
