@@ -7,6 +7,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Literal
 
 from llama_index.core.callbacks import CallbackManager
@@ -15,8 +16,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from arela_index.ingest.languages import detect_language
 from arela_index.nodes import make_node, node_id
 from arela_index.retrievers.memory import MemoryRetriever
-from arela_index.stores.audit import AuditStore, CommitFilter, CommitRecord
+from arela_index.stores.audit import AuditStore, AuthorRanking, CommitFilter, CommitRecord
 from arela_index.stores.decisions import Decision
+from arela_index.text.contributors import asks_for_ranked_authors
 from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
 from arela_index.text.question import Question
 from arela_index.text.timephrases import TimeWindow
@@ -72,6 +74,7 @@ class AuditPlan:
     order: Order = "relevance"
     versions: list[str] = field(default_factory=list)
     about_decisions: bool = False
+    ranks_authors: bool = False
 
     def describe(self) -> str:
         parts = []
@@ -93,6 +96,8 @@ class AuditPlan:
             parts.append(f"words {', '.join(self.terms)}")
         if self.order != "relevance":
             parts.append(f"{self.order} first")
+        if self.ranks_authors:
+            parts.append("authors by their commits")
         return "; ".join(parts) or "newest commits"
 
 
@@ -167,6 +172,16 @@ class AuditLogRetriever(MemoryRetriever):
         plan.order, created = _order(asked, plan)
         plan.paths += created
         plan.soft_paths = [p for p in plan.soft_paths if p not in created]
+        plan.ranks_authors = asks_for_ranked_authors(question.text) is not None
+        if plan.ranks_authors:  # counted over the window, people and named files; words do not
+            plan.terms, plan.soft_paths, plan.soft_symbols = [], [], []
+        if window is not None and window.open:
+            # "What changed recently?" alone: the newest commits, as many as an answer shows;
+            # beside a file, a function, words or people, those come newest first, unbounded.
+            named = plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols
+            alone = not (named or plan.terms or plan.authors or plan.ranks_authors)
+            plan.window = window.newest(self.top_k) if alone else None
+            plan.order = "newest"
         # "what's new in 8.3.0": a window and a changelog
         plan.versions = _versions(question.text)
         plan.about_decisions = bool(_DECISION.search(question.text))
@@ -214,6 +229,8 @@ class AuditLogRetriever(MemoryRetriever):
             return []
         try:
             plan = self.plan(question)
+            if plan.ranks_authors:
+                return [self._ranking(plan)]
             hits = self._commit_hits(plan)
             if plan.about_decisions:
                 # "Why did we choose X?": the record of the decision comes before the commits.
@@ -320,6 +337,12 @@ class AuditLogRetriever(MemoryRetriever):
             for i, score, named in found
         ]
 
+    def _ranking(self, plan: AuditPlan) -> NodeWithScore:
+        """The authors by their commits, in the question's window and files, as one node."""
+        where = self._window_filter(plan)
+        ranking = self._store.authors_by_commits(where, plan.paths, plan.symbols, self.top_k)
+        return NodeWithScore(node=_ranking_node(ranking, plan), score=1.0)
+
     # -- nodes ---------------------------------------------------------------------------------
 
     def _nodes(self, hits: list[_Hit], plan: AuditPlan) -> list[NodeWithScore]:
@@ -391,6 +414,16 @@ def _word_hits(text: dict[int, float], soft: _Touched) -> list[_Hit]:
     return hits
 
 
+def _many(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("s" if count != 1 else "")
+
+
+def _days(first_ts: int, last_ts: int) -> str:
+    """The days of the first and the last of some commits ("2024-01-02 to 2024-03-12")."""
+    first, last = (datetime.fromtimestamp(t, timezone.utc).date() for t in (first_ts, last_ts))
+    return first.isoformat() if first == last else f"{first} to {last}"
+
+
 def _file_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
 
@@ -460,6 +493,36 @@ def _commit_node(c: CommitRecord, hit: _Hit, plan: AuditPlan, trace: str) -> Tex
         date=c.date,
         id_=node_id("audit", "commit", c.hash),
         extra={"retriever": "audit", "plan": trace},
+    )
+
+
+def _ranking_node(ranking: AuthorRanking, plan: AuditPlan) -> TextNode:
+    # The files and functions it counts in are named: the grader keeps what names them.
+    touching = ", ".join([*plan.paths, *plan.symbols])
+    within = f" touching {touching}" if touching else ""
+    if ranking.first_ts is None or ranking.last_ts is None:
+        head = f"no commits{within} (merges aside) meet the question's limits"
+    else:
+        counted = f"{_many(ranking.commits, 'commit')} by {_many(ranking.authors, 'author')}"
+        head = (
+            f"authors by their commits{within}, merges not counted: {counted}, "
+            f"{_days(ranking.first_ts, ranking.last_ts)}"
+        )
+        if ranking.authors > len(ranking.ranked):
+            head += f"; the first {len(ranking.ranked)}"
+    lines = [
+        f"{rank}. {a.author}: {_many(a.commits, 'commit')} ({a.commits / ranking.commits:.0%}), "
+        f"{_days(a.first_ts, a.last_ts)}"
+        for rank, a in enumerate(ranking.ranked, 1)
+    ]
+    return make_node(
+        "\n".join([head, *lines]),
+        memory="audit",
+        kind="authors",
+        file_path=plan.paths[0] if len(plan.paths) == 1 else None,
+        author=ranking.ranked[0].author if ranking.ranked else None,
+        id_=node_id("audit", "authors", plan.describe()),
+        extra={"retriever": "audit", "plan": plan.describe()},
     )
 
 

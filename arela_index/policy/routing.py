@@ -28,6 +28,7 @@ from arela_index.policy.intents import (
     TEMPORAL,
 )
 from arela_index.policy.model import Logistic
+from arela_index.policy.signals import asks_history_only
 from arela_index.policy.words import asking, of_time
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading
@@ -141,6 +142,8 @@ def read_route(
             "long": float(shape.long),
             "symptom": float(shape.symptom),
             "why_of_relation": float("why" in said and bool(said & lists["relation"])),
+            # Not a model's signal: a question only the history answers is not weighed.
+            "history_only": float(asks_history_only(question, entities)),
         }
     )
     values.update({f"like_{i}": float(similarity.get(i, 0.0)) for i in ROUTED})
@@ -179,9 +182,13 @@ def decide_route(
 ) -> Intents:
     """The intents of a question (`values`) and of each of its asks (`asks`, when it has
     several): the question's, then each ask's likeliest when it reaches that intent's bar. A
-    pasted report asks what the code does, whatever its words: the models are not asked."""
+    pasted report asks what the code does, whatever its words, and a question only the history
+    answers (`signals.asks_history_only`) asks the history: the models are not asked."""
     if values.get("report"):
         return Intents(((FACTUAL, 0.8),), 0.8, ("a pasted report: about what the code does",))
+    if values.get("history_only"):
+        # "Who are the main contributors?", "what changed recently?": only the history holds it.
+        return Intents(((TEMPORAL, 0.9),), 0.9, ("asks the history for its authors or newest",))
     whole = decide_intents(models, values)
     chosen = dict(whole.chosen)
     p = dict(whole.probabilities)

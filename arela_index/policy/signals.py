@@ -21,10 +21,12 @@ from arela_index.policy.intents import PRIMARY_MEMORY
 from arela_index.policy.repository import Repository
 from arela_index.policy.term_weights import TermWeights
 from arela_index.policy.words import asking, of_time
+from arela_index.text.contributors import asks_for_ranked_authors
 from arela_index.text.node_text import NodeText
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading
 from arela_index.text.tokens import STOPWORDS, split_identifier, words
+from arela_index.text.word_lists import word_lists
 
 # -- scope: is the question about this repository? -------------------------------------------
 SCOPE_WORDS = (
@@ -60,8 +62,9 @@ SCOPE_WORDS = (
     "topic_absent_size",
     # Nothing but words of asking and of time: nothing to weigh.
     "no_words",
-    # It names a time or a version ("last week", "in June 2024", "since v0.1.0"): what the
-    # history answers ("what changed last week?").
+    # It names a time or a version ("last week", "in June 2024", "since v0.1.0"), or asks only
+    # for the newest commits or the authors ranked by their commits ("what changed recently?",
+    # "who are the main contributors?"): what the history answers ("what changed last week?").
     "names_time",
     # A pasted report (code blocks, tracebacks, paragraphs): about what the code does.
     "report",
@@ -92,16 +95,65 @@ class WordReading:
 def content_words(question: Question, entities: Entities) -> list[str]:
     """Its words of three letters or more, lower case, each once: no function word of asking,
     of time or of English, no part of a name it writes as code, of a time it names or of a
-    commit author it names (a name the history knows, whatever the code's text says).
+    commit author it names (a name the history knows, whatever the code's text says); in a
+    question that asks only the history (`asks_history_only`), no word of its asking for the
+    newest commits or the authors ranked ("the latest changes", "the main contributors").
 
     >>> from arela_index.policy.evidence import read_entities
     >>> q = Question.read("When was the Kafka consumer `read_offset` added last week?")
     >>> content_words(q, read_entities(q, None))
     ['kafka', 'consumer', 'added']
     """
-    skip = STOPWORDS | asking() | of_time()
+    bounded = _words(question, entities, _bounded(question))
+    asked = _history_phrases(question)
+    if asked and _of_history(question, entities, bounded, asked):
+        return [w for w in bounded if w not in _phrase_words(asked)]
+    return bounded
+
+
+def asks_history_only(question: Question, entities: Entities) -> bool:
+    """Whether it asks for what only the history holds, its newest commits ("what changed
+    recently?") or its authors ranked by their commits ("who are the main contributors?"), and
+    for nothing else: no code, and no word but those and the history's own (`change` and
+    `history` in `data/policy/words.txt`).
+
+    >>> from arela_index.policy.evidence import read_entities
+    >>> ask = lambda text: asks_history_only(q := Question.read(text), read_entities(q, None))
+    >>> ask("who are the main contributors?"), ask("who are the main contributors to jazz?")
+    (True, False)
+    """
+    asked = _history_phrases(question)
+    return bool(asked) and _of_history(
+        question, entities, _words(question, entities, _bounded(question)), asked
+    )
+
+
+def _of_history(
+    question: Question, entities: Entities, content: list[str], asked: list[str]
+) -> bool:
+    lists = word_lists()
+    rest = set(content) - _phrase_words(asked)
+    return not entities.written and rest <= lists["change"] | lists["history"]
+
+
+def _bounded(question: Question) -> list[str]:
+    """The time phrases it names with bounds or a count ("last week", "the last 3 commits")."""
+    return [m.group(0) for kind, m in question.time.found if kind != "recent"]
+
+
+def _history_phrases(question: Question) -> list[str]:
+    """Its phrases that ask for the newest commits or the authors ranked, no bounds given."""
+    recent = [m.group(0) for kind, m in question.time.found if kind == "recent"]
+    return recent + [m.group(0) for m in [asks_for_ranked_authors(question.text)] if m]
+
+
+def _phrase_words(phrases: Sequence[str]) -> set[str]:
+    return {w.lower() for phrase in phrases for w in words(phrase)}
+
+
+def _words(question: Question, entities: Entities, phrases: Sequence[str]) -> list[str]:
+    skip = STOPWORDS | asking() | of_time() | _phrase_words(phrases)
     skip |= {p for name in (*entities.written, *entities.authors) for p in _parts(name)}
-    skip |= {w.lower() for _, m in question.time.found for w in words(m.group(0))}
     skip |= {entities.project.lower()} if entities.project else set()
     found = _parts(question.text)
     return list(dict.fromkeys(p for p in found if p.isalpha() and len(p) > 2 and p not in skip))
@@ -141,7 +193,7 @@ def read_words(
         "topic_absent": float(absent),
         "topic_absent_size": float(absent) * size,
         "no_words": float(not asked and not entities.written),
-        "names_time": float(bool(question.time.found)),
+        "names_time": float(bool(_bounded(question)) or asks_history_only(question, entities)),
         "report": float(reading.report),
     }
     return WordReading(values, tuple(used), tuple(unknown), topic)

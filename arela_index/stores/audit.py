@@ -171,6 +171,27 @@ class CommitRecord:
     symbols: tuple[tuple[str, str], ...]
 
 
+@dataclass(frozen=True)
+class AuthorCommits:
+    """One author's commits: how many, and the first's and the last's times (Unix seconds)."""
+
+    author: str
+    commits: int
+    first_ts: int
+    last_ts: int
+
+
+@dataclass(frozen=True)
+class AuthorRanking:
+    """The authors of some commits, most commits first (`AuditStore.authors_by_commits`)."""
+
+    commits: int
+    authors: int
+    first_ts: int | None
+    last_ts: int | None
+    ranked: tuple[AuthorCommits, ...]
+
+
 class AuditStore:
     """Git history and decision records of a repository, searchable by words, dates, files, people.
 
@@ -477,6 +498,31 @@ class AuditStore:
             f"SELECT c.id FROM commits c WHERE {clause} ORDER BY c.ts {order}, c.id {order} LIMIT ?"
         )
         return [int(r[0]) for r in self._rows(sql, [*params, limit])]
+
+    def authors_by_commits(
+        self,
+        where: CommitFilter,
+        paths: Sequence[str] = (),
+        symbols: Sequence[str] = (),
+        limit: int = 10,
+    ) -> AuthorRanking:
+        """The authors of the commits meeting `where` (and touching one of `paths`/`symbols`, if
+        given), most commits first; merges are not counted (whoever merges a pull request did
+        not write it)."""
+        clause, params = where.sql()
+        touch, touch_params = _touch_clause(paths, symbols)
+        scope = f"FROM commits c WHERE c.merge = 0 AND {clause}{touch}"
+        args = [*params, *touch_params]
+        total, people, first, last = self._rows(
+            f"SELECT count(*), count(DISTINCT c.author), min(c.ts), max(c.ts) {scope}", args
+        )[0]
+        rows = self._rows(
+            f"SELECT c.author, count(*), min(c.ts), max(c.ts) {scope} "
+            "GROUP BY c.author ORDER BY count(*) DESC, max(c.ts) DESC, c.author LIMIT ?",
+            [*args, limit],
+        )
+        ranked = tuple(AuthorCommits(a, int(n), int(f), int(t)) for a, n, f, t in rows)
+        return AuthorRanking(int(total), int(people), first, last, ranked)
 
     def commits(self, ids: Iterable[int]) -> dict[int, CommitRecord]:
         """Full records (with files and functions) of the given commit ids."""

@@ -3,14 +3,15 @@
 Relative phrases resolve against a reference instant, the repository's newest commit, not the
 wall clock: an old checkout still answers "what changed last week?" with its last week of work.
 "Last week/month/year" and "the last N days" are rolling windows ending with the reference day;
-"this week/month/year" are the calendar periods that contain it.
+"this week/month/year" are the calendar periods that contain it. "Recently" and "the latest
+changes" name no bounds: they ask for the newest commits, as many as an answer holds.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
 
 _MONTHS = {
@@ -79,13 +80,21 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             "during",
             rf"\b(?:(?:in|during|on|for|of)\s+)?(?:the\s+(?:month\s+of|year)\s+)?(?P<a>{_DATE})\b",
         ),
+        # "recently", "the latest changes": no bounds, the newest commits; tried last, so that a
+        # phrase with bounds beside it wins ("what changed recently, since v1.0?").
+        (
+            "recent",
+            r"\b(?:recently|lately|(?:recent|latest|newest|most\s+recent|last|new)\s+"
+            r"(?:changes|commits|work|activity|updates|(?:commit\s+)?history)\b)",
+        ),
     ]
 ]
 
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """Dates in [start, end) (either side open), or the newest N commits.
+    """Dates in [start, end) (either side open), or the newest N commits, or neither ("recently":
+    `open`, the newest commits however many are shown).
 
     >>> ref = datetime(2024, 3, 14, 16, 0, tzinfo=timezone.utc)
     >>> w = TimePhrases("what changed last week?").resolve(ref)
@@ -99,6 +108,16 @@ class TimeWindow:
     end: datetime | None = None
     last_commits: int | None = None
     span: tuple[int, int] = (0, 0)
+
+    @property
+    def open(self) -> bool:
+        """No bounds and no count ("recently"): the newest commits, as many as are shown."""
+        return self.start is None and self.end is None and self.last_commits is None
+
+    def newest(self, count: int) -> TimeWindow:
+        """This open window as the newest `count` commits, saying so."""
+        text = f"{self.phrase!r}: the newest {count} commits (as many as an answer shows)"
+        return replace(self, text=text, last_commits=count)
 
     @property
     def start_ts(self) -> int | None:
@@ -196,6 +215,9 @@ class _Resolver:
 
     def _one_commit(self, m: re.Match[str]) -> _Got:
         return None, None, 1, "the newest commit"
+
+    def _recent(self, m: re.Match[str]) -> _Got:
+        return None, None, None, "the newest commits"
 
     def _rolling(self, m: re.Match[str]) -> _Got:
         n = _number(m.group("n"))

@@ -210,6 +210,38 @@ def test_relative_phrases_use_the_newest_commit_not_the_clock(
     assert commits(retriever.retrieve("who committed last?")) == [history["exit"]]
 
 
+def test_recently_is_the_newest_commits_or_orders_what_else_is_asked(
+    retriever: AuditLogRetriever, history: dict[str, str]
+) -> None:
+    results = retriever.retrieve("what changed recently?")
+    newest = [history[k] for k in ("exit", "adr", "env", "retry", "cli", "pathlib", "add")]
+    assert commits(results) == newest  # all seven: fewer than the ten an answer shows
+    assert "the newest 10 commits" in results[0].node.metadata["plan"]
+    # Beside a file it bounds nothing: that file's commits, newest first.
+    named = commits(retriever.retrieve("who changed src/app/config.py recently?"))
+    assert named == [history["env"], history["pathlib"], history["add"]]
+
+
+def test_the_main_contributors_are_the_authors_by_their_commits(
+    retriever: AuditLogRetriever,
+) -> None:
+    results = retriever.retrieve("who are the main contributors?")
+    assert [r.node.metadata["kind"] for r in results] == ["authors"]
+    lines = results[0].node.get_content().splitlines()
+    assert "7 commits by 3 authors, 2024-01-02 to 2024-03-12" in lines[0]
+    assert lines[1].startswith("1. Alice Liddell: 3 commits (43%)")
+    assert [line.split(":")[0] for line in lines[2:]] == ["2. Carol King", "3. Bob Stone"]
+    # Within a time or a file the question names.
+    in_cli = retriever.retrieve("who committed most to src/app/cli.py?")[0].node.get_content()
+    assert "touching src/app/cli.py" in in_cli.splitlines()[0]
+    assert in_cli.splitlines()[1:] == [
+        "1. Alice Liddell: 2 commits (67%), 2024-01-15 to 2024-03-12",
+        "2. Carol King: 1 commit (33%), 2024-02-01",
+    ]
+    since = retriever.retrieve("who was the most active committer since February 2024?")
+    assert since[0].node.get_content().splitlines()[1].startswith("1. Carol King: 2 commits")
+
+
 def test_first_and_introduced_go_oldest_first(
     retriever: AuditLogRetriever, history: dict[str, str]
 ) -> None:

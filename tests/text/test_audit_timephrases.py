@@ -103,6 +103,17 @@ def test_the_newest_commits_by_count() -> None:
         assert w is not None and w.last_commits == n and w.start is None
 
 
+def test_recently_is_the_newest_commits_without_bounds() -> None:
+    """ "Recently" and "the latest changes" bound nothing: the newest commits, however many an
+    answer shows; a phrase with bounds beside them wins."""
+    for question in ("what changed recently?", "show me the latest changes", "list recent commits"):
+        w = _window(question, REF)
+        assert w is not None and w.open and "the newest commits" in w.text, question
+        assert w.newest(8).last_commits == 8 and "the newest 8 commits" in w.newest(8).text
+    bounded = _window("what changed recently, since v1.0?", REF, TAGS)
+    assert bounded is not None and not bounded.open and bounded.phrase == "since v1.0"
+
+
 def test_phrase_text_and_what_is_left_of_the_question() -> None:
     w = _window("What changed in cli.py last week?", REF)
     assert w is not None

@@ -1,0 +1,122 @@
+"""Questions any history answers without naming a time, a file or a person: "what changed
+recently?" is answered with the newest commits, "who are the main contributors?" with the authors
+ranked by their commits; the same words about something else are still not about the repository.
+Asked of a repository the size of a real one, as a user asks."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import NodeWithScore
+from support.gitrepo import GitRepo
+
+from arela_index.index import ArelaIndex
+
+TOPICS = """broker partition offset consume produce retry schedule checkpoint serializer window
+watermark sink source level point name record batch topic group lag""".split()  # noqa: SIM905
+VERBS = """open close read write flush reset parse render merge wait fetch store load drop
+seek poll ack nack split join encode decode verify track emit""".split()  # noqa: SIM905
+# Who wrote the commits after the first, oldest first: Ada most, then Bob, then Cy.
+AUTHORS = ["Ada Lovelace"] * 7 + ["Bob Stone"] * 5 + ["Cy Young"] * 2
+AUTHORS = [AUTHORS[i] for i in (0, 7, 12, 1, 8, 2, 9, 3, 13, 10, 4, 5, 11, 6)]
+
+
+class History:
+    """A stream library's index and its commits, newest first."""
+
+    def __init__(self, index: ArelaIndex, newest_first: list[str]) -> None:
+        self.index, self.newest_first = index, newest_first
+        self.retriever = index.as_retriever()
+
+    def ask(self, question: str) -> tuple[list[NodeWithScore], bool]:
+        nodes, trace = self.retriever.retrieve_with_trace(question)
+        return nodes, trace.out_of_scope
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    repo = GitRepo(tmp_path_factory.mktemp("overview") / "streams")
+    files = {}
+    for topic in TOPICS:
+        body = "\n".join(
+            f"def {verb}_{topic}_{other}(value):\n    return value\n"
+            for verb in VERBS
+            for other in TOPICS[:8]
+        )
+        watch = f'def {topic}_changed(old, new):\n    """Whether the {topic} changed."""\n'
+        files[f"src/streams/{topic}.py"] = body + "\n" + watch
+    files["CHANGES.md"] = "# Changes\n"
+    hashes = [repo.commit(files, "the stream processing library", author="Ada Lovelace",
+                          date="2024-01-01T10:00:00+00:00")]  # fmt: skip
+    for day, author in enumerate(AUTHORS, 2):
+        topic = TOPICS[day % len(TOPICS)]
+        change = {
+            f"src/streams/{topic}.py": files[f"src/streams/{topic}.py"] + f"\nV = {day}\n",
+            "CHANGES.md": files["CHANGES.md"] + f"\n- Changed the {topic} defaults.\n",
+        }
+        files.update(change)
+        hashes.append(repo.commit(change, f"Tune the {topic} defaults", author=author,
+                                  date=f"2024-01-{day:02d}T10:00:00+00:00"))  # fmt: skip
+    index = ArelaIndex.from_repo(
+        repo.root, persist_dir=str(repo.root / ".arela"), offline=True, show_progress=False
+    )
+    return History(index, hashes[::-1])
+
+
+def commits(nodes: list[NodeWithScore]) -> list[str]:
+    return [n.node.metadata["commit"] for n in nodes if n.node.metadata.get("kind") == "commit"]
+
+
+@pytest.mark.parametrize(
+    "question", ["what changed recently?", "list recent commits", "show me the latest changes"]
+)
+def test_what_changed_recently_is_the_newest_commits(history: History, question: str) -> None:
+    nodes, refused = history.ask(question)
+    found = commits(nodes)
+    assert not refused and len(found) >= 3
+    assert found == history.newest_first[: len(found)]  # the newest, newest first
+    plan = str(nodes[0].node.metadata["plan"])
+    assert f"the newest {len(found)} commits" in plan or "the newest" in plan, plan
+
+
+@pytest.mark.parametrize(
+    "question", ["who are the main contributors?", "who is the most active contributor?"]
+)
+def test_the_main_contributors_are_the_authors_by_their_commits(
+    history: History, question: str
+) -> None:
+    nodes, refused = history.ask(question)
+    assert not refused and nodes
+    ranking = nodes[0].node
+    assert ranking.metadata["kind"] == "authors"
+    lines = ranking.get_content().splitlines()
+    # The first commit is Ada's too: 8 of 15, Bob 5, Cy 2.
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "1. Ada Lovelace",
+        "2. Bob Stone",
+        "3. Cy Young",
+    ]
+    assert "8 commits" in lines[1] and "5 commits" in lines[2] and "2 commits" in lines[3]
+
+
+def test_the_main_contributors_to_a_file_are_its_authors_by_their_commits(
+    history: History,
+) -> None:
+    nodes, refused = history.ask("who committed most to src/streams/offset.py?")
+    assert not refused and nodes and nodes[0].node.metadata["kind"] == "authors"
+    lines = nodes[0].node.get_content().splitlines()
+    assert "touching src/streams/offset.py" in lines[0]
+    assert lines[1:] == ["1. Ada Lovelace: 2 commits (100%), 2024-01-01 to 2024-01-02"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what changed recently in the EU's data protection rules?",
+        "who are the main contributors to climate change?",
+        "list recent earthquakes in Japan",
+    ],
+)
+def test_the_same_words_about_something_else_are_not_about_the_repository(
+    history: History, question: str
+) -> None:
+    assert history.ask(question)[1]
