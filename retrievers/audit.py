@@ -122,6 +122,7 @@ class _Hit:
     decision_id: int | None = None
     paths: set[str] = field(default_factory=set)
     symbols: set[str] = field(default_factory=set)
+    listed: bool = False  # the question's window or person chose it, not its words
 
 
 class AuditLogRetriever(MemoryRetriever):
@@ -316,7 +317,8 @@ class AuditLogRetriever(MemoryRetriever):
         ids = self._store.filtered(where, newest_first=plan.order != "oldest", limit=self.top_k)
         scale = 0.5 if weak else 1.0  # the question's words matched nothing in this window
         return [
-            _Hit(scale * (1.0 - 0.5 * rank / max(1, len(ids))), i) for rank, i in enumerate(ids)
+            _Hit(scale * (1.0 - 0.5 * rank / max(1, len(ids))), i, listed=not weak)
+            for rank, i in enumerate(ids)
         ]
 
     def _decision_hits(self, plan: AuditPlan) -> list[_Hit]:
@@ -492,7 +494,7 @@ def _commit_node(c: CommitRecord, hit: _Hit, plan: AuditPlan, trace: str) -> Tex
         author=c.author,
         date=c.date,
         id_=node_id("audit", "commit", c.hash),
-        extra={"retriever": "audit", "plan": trace},
+        extra={"retriever": "audit", "plan": trace, **({"listed": True} if hit.listed else {})},
     )
 
 

@@ -59,7 +59,8 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
     the question asks about, and how its memory fits the question's intents; kept from the
     model's bar up. With an LLM, one batched structured call decides for the top passages (the
     offline grade stays the fallback); a node that mentions none of the names the question asks
-    about is never relevant.
+    about is never relevant. A commit the question's window or person listed ("the last 5
+    commits") is the answer itself: kept, in the listing's order.
     It grades whatever retriever found the nodes; retrying is the query loop's (`query/loop.py`).
 
     >>> grader = RelevanceGrader(term_weights=index.term_weights, route=index.selector().route)  # doctest: +SKIP
@@ -154,6 +155,11 @@ class RelevanceGrader(PromptMixin, BaseNodePostprocessor):
             )
             kept: list[NodeWithScore] = []
             for node, (grade, named) in zip(nodes, graded, strict=True):
+                if node.node.metadata.get("listed"):
+                    # The question's window or person chose it ("the last 5 commits", "what
+                    # did Ada change?"): it is the answer, kept in the listing's order.
+                    kept.append(NodeWithScore(node=node.node, score=node.score))
+                    continue
                 # Relevant needs the names asked about: small models say yes a lot, and a passage
                 # about something else may share every other word.
                 relevant = named and (

@@ -120,3 +120,29 @@ def test_the_same_words_about_something_else_are_not_about_the_repository(
     history: History, question: str
 ) -> None:
     assert history.ask(question)[1]
+
+
+@pytest.mark.parametrize(
+    ("question", "count"),
+    [("show me the last 5 commits", 5), ("what were the last 7 commits?", 7)],
+)
+def test_the_last_n_commits_are_all_shown_newest_first(
+    history: History, question: str, count: int
+) -> None:
+    nodes, refused = history.ask(question)
+    assert not refused
+    assert commits(nodes) == history.newest_first[:count]
+
+
+def test_what_changed_recently_shows_every_commit_its_plan_names(history: History) -> None:
+    nodes, _ = history.ask("what changed recently?")
+    found = commits(nodes)
+    assert f"the newest {len(found)} commits" in str(nodes[0].node.metadata["plan"])
+    assert found == history.newest_first[: len(found)]
+
+
+def test_what_an_author_changed_is_their_commits_newest_first(history: History) -> None:
+    nodes, refused = history.ask("what did Bob Stone change?")
+    ada = [n for n in nodes if n.node.metadata.get("author") != "Bob Stone"]
+    assert not refused and not ada
+    assert len(commits(nodes)) == 5
