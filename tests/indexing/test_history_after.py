@@ -208,3 +208,34 @@ def test_a_short_history_is_read_whole_before_anything_is_published(
     )
     assert "answerable" not in summary.timings
     assert not summary.memories["audit"].get("pending")
+
+
+def _build_noting_history_start(root: Path, note: Path) -> None:
+    """A build (in a process of its own) that notes, when it starts reading what each commit
+    changed, whether its code and graph memories were answerable then."""
+    real = audit_module.AuditStore.build.__func__  # type: ignore[attr-defined]
+
+    def noted(cls: Any, scan: Any, directory: Path, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("diffs", True):
+            published = current_build_or_none(root / ".arela") is not None
+            note.write_text("answerable" if published else "not answerable")
+        return real(cls, scan, directory, *args, **kwargs)
+
+    audit_module.AuditStore.build = classmethod(noted)  # type: ignore[assignment]
+    build_module._EARLY_FROM = 2  # this history is short: publish early all the same
+    config = ArelaConfig(offline=True, show_progress=False)
+    build_index(root, config, detect(config))
+
+
+def test_a_long_historys_changes_are_read_once_the_index_answers(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "app")
+    note = tmp_path / "history-started"
+    process = multiprocessing.get_context("fork").Process(
+        target=_build_noting_history_start, args=(repo.root, note)
+    )
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0
+    assert note.read_text() == "answerable"
+    whole = ArelaIndex.load(repo.root / ".arela", offline=True)
+    assert not whole.partial_memories() and whole.audit.stats()["commits"] == 2
