@@ -655,7 +655,7 @@ def _forked_graph(
 ) -> Iterator[ProcessPoolExecutor]:
     """A process forked with the parse's symbols, to resolve the graph beside the code memory
     (the two memories add up meanwhile: on scipy the build's processes together peaked at
-    1,090-1,370 MB before and 1,420-1,730 MB so, the build process itself at 707 MB both)."""
+    1,090-1,370 MB before and 1,250-1,730 MB so, the build process itself at 707 MB both)."""
     _inherited.update(scan=scan, folder=folder, parsed=parsed)
     try:
         with _one_process(_worker_start) as graph:
