@@ -73,7 +73,7 @@ class BuildSummary:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(
         default_factory=dict
-    )  # seconds per phase; audit overlaps parsing
+    )  # seconds per phase; a short history's audit overlaps parsing
     # The line that says the build changed the code memory's embedding (also among `notes`).
     embedding_changed: str | None = None
 
@@ -102,7 +102,10 @@ class BuildSummary:
             )
             lines.append(f"  {name} memory: {shown}")
         if phases:
-            lines.append(f"  seconds: {phases} (history is read while files are parsed)")
+            lines.append(
+                f"  seconds: {phases} (a short history is read while files are parsed, "
+                "a long one once the index answers)"
+            )
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -541,23 +544,26 @@ def _build_memories(
 ) -> _Built:
     """The three memories into `folder`: only the changed files' chunks are parsed again (a
     refresh's graph in `graph_side`, the process `_graph_process` made). With `publish`, a long
-    history's messages are read first, and when the code and graph memories are made before
-    the history's changes are, `publish` makes them answerable at once."""
+    history's messages are read first and `publish` makes the code and graph memories
+    answerable with them; what each commit changed is read after."""
 
     todo = [f for f in scan.files if changes is None or f.path in changes.changed]
     plan = embedding[0]
     # What only a refresh reads is written once the index answers (or, when nothing is
     # published ahead, before the history's end is waited for).
     later: Later | None = [] if publish is not None else None
+    # A long history's changes wait until the index answers (`_build_audit`).
+    hold = multiprocessing.get_context("fork").Event() if publish is not None else None
     with (
         _parse_pool(len(todo)) as pool,
-        _side_process() as side,
+        _side_process(hold) as side,
         _one_process(_worker_start) if publish else contextlib.nullcontext() as first,
+        contextlib.ExitStack() as stack,
     ):
-        # History is read by git and a process of its own while the files are parsed: no
-        # interpreter lock shared with the parsing, and a lower CPU priority, so the code
-        # memory's few seconds of parsing are not stretched by git diffing a long history
-        # on the same cores (the history gets the cores back as soon as parsing is done).
+        # History is read by git and a process of its own: no interpreter lock shared with the
+        # parsing, and a lower CPU priority, so a short history is read beside the parse.
+        if hold is not None:
+            stack.callback(hold.set)  # never held past this block, whatever ends it
         before = previous.folder if previous else None
         audit_job = side.submit(_build_audit, scan, folder / "audit", before, changes)
         if first is not None:
@@ -570,8 +576,13 @@ def _build_memories(
         # workers; now they take the core this process leaves while it makes the code and graph
         # memories, and are ready when those are.
         messages = first.submit(_light_audit, scan, folder / _EARLY_AUDIT) if first else None
-        graph_job = None
-        if graph_side is not None and previous is not None:
+        graph_job, forked = None, None
+        if publish is not None and pool is not None:
+            # A full build's graph is resolved beside the code memory, in a process forked now
+            # (it inherits the symbols: nothing pickled), while the messages take what is left.
+            forked = stack.enter_context(_forked_graph(scan, folder, parsed))
+            graph_job, parsed = forked.submit(_inherited_graph_memory), {}
+        elif graph_side is not None and previous is not None:
             # A copy of its own: the arguments are pickled in a feeder thread while this
             # process goes on, and may load the previous code memory (a vector store's client
             # holds locks, which do not pickle) into `previous` meanwhile.
@@ -605,6 +616,10 @@ def _build_memories(
         early = messages.result() if messages is not None and not audit_job.done() else None
         if publish is not None and early is not None:
             publish({"code": code_stats, "graph": graph_stats, "audit": early}, code_embedding)
+        if hold is not None:
+            hold.set()
+        if forked is not None:
+            forked.submit(_write_later).result()
         for write in later or ():
             write()
         del later  # its writes hold the terms and symbols: not kept while history is waited for
@@ -626,6 +641,45 @@ def _timed_graph_memory(
     if previous is not None and (store := _preloaded.pop(previous.folder, None)):
         previous.__dict__["graph"] = store  # what the cached property would read
     return _graph_memory(scan, folder, previous, changes, parsed), time.perf_counter() - started
+
+
+# A full build's graph process: what it inherits when forked after the parse, and the writes
+# its graph put off until the index answers.
+_inherited: dict[str, Any] = {}
+_graph_later: Later = []
+
+
+@contextlib.contextmanager
+def _forked_graph(
+    scan: ScanResult, folder: Path, parsed: dict[str, FileSymbols]
+) -> Iterator[ProcessPoolExecutor]:
+    """A process forked with the parse's symbols, to resolve the graph beside the code memory
+    (the two memories add up meanwhile: on scipy the build's processes together peaked at
+    1,090-1,370 MB before and 1,250-1,730 MB so, the build process itself at 707 MB both)."""
+    _inherited.update(scan=scan, folder=folder, parsed=parsed)
+    try:
+        with _one_process(_worker_start) as graph:
+            graph.submit(int).result()  # forked now: the symbols are its own
+            _inherited.clear()
+            yield graph
+    finally:
+        _inherited.clear()
+
+
+def _inherited_graph_memory() -> tuple[dict[str, Any], float]:
+    """`_graph_memory` of the symbols the process was forked with, then the stems of its names
+    (which publishing would count), and its seconds."""
+    started = time.perf_counter()
+    scan, folder = _inherited.pop("scan"), _inherited.pop("folder")
+    stats = _graph_memory(scan, folder, None, None, _inherited.pop("parsed"), _graph_later)
+    _count_name_stems(folder, scan, None)
+    return stats, time.perf_counter() - started
+
+
+def _write_later() -> None:
+    """The graph process's put-off writes, once the index answers."""
+    while _graph_later:
+        _graph_later.pop(0)()
 
 
 def _graph_memory(
@@ -792,20 +846,22 @@ def _parse_files(
 _HISTORY_NICE = 19
 
 
-def _one_process(start: Callable[[int], None]) -> ProcessPoolExecutor:
-    """One forked worker process, `start` given this process's id when it begins."""
+def _one_process(start: Callable[..., None], *more: Any) -> ProcessPoolExecutor:
+    """One forked worker process, `start` given this process's id (and `more`, inherited, not
+    pickled) when it begins."""
     return ProcessPoolExecutor(
         max_workers=1,
         mp_context=multiprocessing.get_context("fork"),
         initializer=start,
-        initargs=(os.getpid(),),
+        initargs=(os.getpid(), *more),
     )
 
 
 @contextlib.contextmanager
-def _side_process() -> Iterator[ProcessPoolExecutor]:
-    """One worker process for the history, behind the parse workers in the CPU queue."""
-    with _one_process(_side_start) as side:
+def _side_process(hold: Any = None) -> Iterator[ProcessPoolExecutor]:
+    """One worker process for the history, behind the parse workers in the CPU queue; given
+    `hold` (an event), a long history's changes are read once it is set."""
+    with _one_process(_side_start, hold) as side:
         yield side
 
 
@@ -836,12 +892,21 @@ def _preload_graph(previous: Path) -> None:
     _preloaded[previous] = GraphStore.previous(previous / "graph")
 
 
+# The side process's event: set when a long history's changes may be read (None: at once).
+_hold: Any = None
+
+
 def _build_audit(
     scan: ScanResult, directory: Path, previous: Path | None, changes: Changes | None
 ) -> tuple[dict[str, Any], float]:
-    """The audit memory's stats and seconds; runs in the side process."""
+    """The audit memory's stats and seconds; runs in the side process. A long history's changes
+    are read once the build has published its code and graph memories: at niceness 19 git's
+    diffing still took 0.5 to 14.5 CPU seconds of scipy's parse from the workers on a loaded
+    machine (the scheduler weighs niceness per core), and the history fills in after anyway."""
     from arela_index.stores.audit import AuditStore
 
+    if _hold is not None and _long_history(scan.root):
+        _hold.wait()
     started = time.perf_counter()
     if previous is not None and _same_history(scan, previous, changes):
         link_memory(previous / "audit", directory)
@@ -863,15 +928,24 @@ def _light_audit(scan: ScanResult, directory: Path) -> dict[str, Any] | None:
     """The stats of an audit memory of the history's messages (`AuditStore.build` without
     diffs), or None when the history is short or cannot be read so (the full one says why)."""
     from arela_index.stores.audit import AuditStore
-    from arela_index.stores.history import list_commits
 
     try:
-        if len(list_commits(scan.root)) < _EARLY_FROM:
+        if not _long_history(scan.root):
             return None
         return AuditStore.build(scan, directory, diffs=False).stats()
     except Exception:
         shutil.rmtree(directory, ignore_errors=True)
         return None
+
+
+def _long_history(root: Path) -> bool:
+    """Whether the history has `_EARLY_FROM` commits or more (False when it cannot be read)."""
+    from arela_index.stores.history import list_commits
+
+    try:
+        return len(list_commits(root, max_commits=_EARLY_FROM)) >= _EARLY_FROM
+    except Exception:
+        return False
 
 
 def _same_history(scan: ScanResult, previous: Path, changes: Changes | None) -> bool:
@@ -894,11 +968,13 @@ def _same_history(scan: ScanResult, previous: Path, changes: Changes | None) -> 
     )
 
 
-def _side_start(parent: int) -> None:
+def _side_start(parent: int, hold: Any = None) -> None:
     """The history process collects its garbage (commits by the thousand), though not the
     objects it inherited (walking the libraries' objects at every full collection costs as much
     as the work), and yields the CPU to the parse workers. Parse workers keep the build's paused
     collector: parsing makes no cyclic garbage."""
+    global _hold
+    _hold = hold
     gc.freeze()
     gc.enable()
     os.nice(_HISTORY_NICE)

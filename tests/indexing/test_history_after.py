@@ -40,9 +40,11 @@ def make_repo(root: Path) -> GitRepo:
     return repo
 
 
-def _build_holding_history(root: Path, gate: Path, stop: bool) -> None:
+def _build_holding_history(root: Path, gate: Path, stop: bool, parallel: bool) -> None:
     """A build (in a process of its own) whose reading of the commits' changes waits for `gate`
-    to exist, then goes on, or, with `stop`, kills the build as a user's Ctrl-C would."""
+    to exist, then goes on, or, with `stop`, kills the build as a user's Ctrl-C would; with
+    `parallel`, its files are parsed by worker processes and its graph made in a process of its
+    own beside the code memory, as a large repository's are."""
     real = audit_module.AuditStore.build.__func__  # type: ignore[attr-defined]
 
     def held(cls: Any, scan: Any, directory: Path, *args: Any, **kwargs: Any) -> Any:
@@ -59,13 +61,15 @@ def _build_holding_history(root: Path, gate: Path, stop: bool) -> None:
 
     audit_module.AuditStore.build = classmethod(held)  # type: ignore[assignment]
     build_module._EARLY_FROM = 1  # this history is short: publish early all the same
+    if parallel:
+        build_module._PARALLEL_FROM = 1
     config = ArelaConfig(offline=True, show_progress=False)
     build_index(root, config, detect(config))
 
 
-def _start(root: Path, gate: Path, stop: bool = False) -> Any:
+def _start(root: Path, gate: Path, stop: bool = False, parallel: bool = False) -> Any:
     process = multiprocessing.get_context("fork").Process(
-        target=_build_holding_history, args=(root, gate, stop)
+        target=_build_holding_history, args=(root, gate, stop, parallel)
     )
     process.start()
     return process
@@ -81,10 +85,13 @@ def _published(persist: Path, process: Any) -> Path:
     return folder
 
 
-def test_the_code_answers_while_the_history_changes_are_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_code_answers_while_the_history_changes_are_read(
+    tmp_path: Path, parallel: bool
+) -> None:
     repo = make_repo(tmp_path / "app")
     gate = tmp_path / "go"
-    process = _start(repo.root, gate)
+    process = _start(repo.root, gate, parallel=parallel)
     try:
         early = _published(repo.root / ".arela", process)
         audit = Manifest.read(early).memories["audit"]
@@ -123,10 +130,13 @@ def _memory_files(folder: Path) -> dict[str, bytes]:
     }
 
 
-def test_what_only_a_refresh_reads_is_written_after_the_index_answers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parallel", [False, True])
+def test_what_only_a_refresh_reads_is_written_after_the_index_answers(
+    tmp_path: Path, parallel: bool
+) -> None:
     repo = make_repo(tmp_path / "app")
     gate = tmp_path / "go"
-    process = _start(repo.root, gate)
+    process = _start(repo.root, gate, parallel=parallel)
     try:
         early = _memory_files(_published(repo.root / ".arela", process))
         code = call_cli("ask", "who calls load_config?", "--repo", str(repo.root), "--offline")
@@ -198,3 +208,34 @@ def test_a_short_history_is_read_whole_before_anything_is_published(
     )
     assert "answerable" not in summary.timings
     assert not summary.memories["audit"].get("pending")
+
+
+def _build_noting_history_start(root: Path, note: Path) -> None:
+    """A build (in a process of its own) that notes, when it starts reading what each commit
+    changed, whether its code and graph memories were answerable then."""
+    real = audit_module.AuditStore.build.__func__  # type: ignore[attr-defined]
+
+    def noted(cls: Any, scan: Any, directory: Path, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("diffs", True):
+            published = current_build_or_none(root / ".arela") is not None
+            note.write_text("answerable" if published else "not answerable")
+        return real(cls, scan, directory, *args, **kwargs)
+
+    audit_module.AuditStore.build = classmethod(noted)  # type: ignore[assignment]
+    build_module._EARLY_FROM = 2  # this history is short: publish early all the same
+    config = ArelaConfig(offline=True, show_progress=False)
+    build_index(root, config, detect(config))
+
+
+def test_a_long_historys_changes_are_read_once_the_index_answers(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "app")
+    note = tmp_path / "history-started"
+    process = multiprocessing.get_context("fork").Process(
+        target=_build_noting_history_start, args=(repo.root, note)
+    )
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0
+    assert note.read_text() == "answerable"
+    whole = ArelaIndex.load(repo.root / ".arela", offline=True)
+    assert not whole.partial_memories() and whole.audit.stats()["commits"] == 2
