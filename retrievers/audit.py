@@ -18,7 +18,6 @@ from arela_index.nodes import make_node, node_id
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.audit import AuditStore, AuthorRanking, CommitFilter, CommitRecord
 from arela_index.stores.decisions import Decision
-from arela_index.text.contributors import asks_for_ranked_authors
 from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
 from arela_index.text.question import Question
 from arela_index.text.timephrases import TimeWindow
@@ -173,7 +172,7 @@ class AuditLogRetriever(MemoryRetriever):
         plan.order, created = _order(asked, plan)
         plan.paths += created
         plan.soft_paths = [p for p in plan.soft_paths if p not in created]
-        plan.ranks_authors = asks_for_ranked_authors(question.text) is not None
+        plan.ranks_authors = question.ranked_authors is not None
         if plan.ranks_authors:  # counted over the window, people and named files; words do not
             plan.terms, plan.soft_paths, plan.soft_symbols = [], [], []
         if window is not None and window.open:

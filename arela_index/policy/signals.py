@@ -21,7 +21,6 @@ from arela_index.policy.intents import PRIMARY_MEMORY
 from arela_index.policy.repository import Repository
 from arela_index.policy.term_weights import TermWeights
 from arela_index.policy.words import asking, of_time
-from arela_index.text.contributors import asks_for_ranked_authors
 from arela_index.text.node_text import NodeText
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading
@@ -144,7 +143,7 @@ def _bounded(question: Question) -> list[str]:
 def _history_phrases(question: Question) -> list[str]:
     """Its phrases that ask for the newest commits or the authors ranked, no bounds given."""
     recent = [m.group(0) for kind, m in question.time.found if kind == "recent"]
-    return recent + [m.group(0) for m in [asks_for_ranked_authors(question.text)] if m]
+    return recent + ([question.ranked_authors] if question.ranked_authors else [])
 
 
 def _phrase_words(phrases: Sequence[str]) -> set[str]:

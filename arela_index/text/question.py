@@ -14,6 +14,7 @@ from typing import TypeVar
 from llama_index.core.schema import QueryBundle, QueryType
 
 from arela_index.errors import ArelaError
+from arela_index.text.contributors import asks_for_ranked_authors
 from arela_index.text.entities import Found, Mentions, Vocabulary, extract_mentions
 from arela_index.text.shape import Reading, read_question
 from arela_index.text.timephrases import TimePhrases, TimeWindow
@@ -148,6 +149,15 @@ class Question:
     def time(self) -> TimePhrases:
         """The phrases that may name a time ("in 2023", "since v8.1"), read once."""
         return self.origin.time if self.origin is not None else TimePhrases(self.text)
+
+    @cached_property
+    def ranked_authors(self) -> str | None:
+        """Its phrase that asks for the authors ranked by their commits ("the main
+        contributors", `asks_for_ranked_authors`), read once."""
+        if self.origin is not None:
+            return self.origin.ranked_authors
+        found = asks_for_ranked_authors(self.text)
+        return found.group(0) if found else None
 
     def window(
         self, reference: datetime | None = None, tags: Mapping[str, datetime] | None = None
