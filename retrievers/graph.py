@@ -69,6 +69,16 @@ def _rank(pair: tuple[str, Link]) -> tuple[float, int, str, int, str]:
     return (-_score(link), link.depth, link.path or "~", link.line or 0, link.symbol)
 
 
+def _named(mention: str, question: Question) -> bool:
+    """Whether the question names `mention` as code: written as an identifier, a capitalised
+    class name, or the one name a question asked of code is about ("who calls build?")."""
+    return (
+        mention in question.mentions.names
+        or mention[:1].isupper()
+        or (mention == question.asked_of)
+    )
+
+
 def _score(link: Link) -> float:
     return (1.0 if link.resolved else _BY_NAME_SCORE) / max(1, link.depth)
 
@@ -80,7 +90,8 @@ class CodeGraphRetriever(MemoryRetriever):
 
     Returns one summary node ("`echo` is called by 14 functions in 6 files; showing 14") and a
     node per related symbol, at most `fanout`; a name matching several symbols returns those
-    candidates; an unknown name or an empty relation returns [].
+    candidates; a relation that finds nothing returns the symbol's definition, saying so ("`purge`
+    is called by no functions in this repository"); an unknown name returns [].
 
     >>> retriever = CodeGraphRetriever(GraphStore.load(path), top_k=20)        # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("who calls `save`?")]  # doctest: +SKIP
@@ -115,6 +126,12 @@ class CodeGraphRetriever(MemoryRetriever):
             answers = [self._path(*subjects[:2])] if len(subjects) == 2 else []
         else:
             answers = [self._answer(asked.relation, s) for s in subjects[:_MAX_SUBJECTS]]
+            # That none was found answers only a question asked of the symbol by name: a plain
+            # word the graph read as one ("which test checks ...") may be another thing.
+            named = {e.candidates[0] for e in entities if _named(e.mention, question)}
+            answers = [
+                a if a.links or a.subject not in named else self._none_found(a) for a in answers
+            ]
         answers = [a for a in answers if a.links]
         if not answers:
             return []
@@ -177,6 +194,18 @@ class CodeGraphRetriever(MemoryRetriever):
         if outside:
             note += f" ({outside} outside this repository)"
         return note
+
+    def _none_found(self, answer: _Answer) -> _Answer:
+        """A relation that finds nothing for a symbol defined here: the symbol itself, saying
+        so, since that is the answer; a name defined nowhere here stays unanswered."""
+        me = self._self_link(answer.subject)
+        if me is None:
+            return answer
+        verb, _, many = _COUNTED[answer.relation]
+        note = f"`{_display(answer.subject)}` {verb} no {many} in this repository"
+        if answer.relation == "callers":
+            note += " (static analysis: calls through callbacks, hooks or getattr are not seen)"
+        return _Answer(answer.subject, answer.relation, [("definition", me)], note, 0)
 
     def _neighbourhood(self, subject: str) -> _Answer:
         store = self._store
@@ -245,6 +274,10 @@ class CodeGraphRetriever(MemoryRetriever):
         return nodes
 
     def _nodes(self, answer: _Answer, limit: int) -> list[NodeWithScore]:
+        if not answer.total:  # none found: the subject's definition says so
+            relation, link = answer.links[0]
+            said = self._node(relation, answer.subject, link, said=answer.note + ".")
+            return [NodeWithScore(node=said, score=1.0)]
         links = answer.links
         if not answer.ordered:
             links = heapq.nsmallest(limit, links, key=_rank)
@@ -277,7 +310,7 @@ class CodeGraphRetriever(MemoryRetriever):
             for i, ((relation, link), score) in enumerate(zip(shown, scores, strict=True))
         ]
 
-    def _node(self, relation: str, subject: str, link: Link) -> TextNode:
+    def _node(self, relation: str, subject: str, link: Link, said: str = "") -> TextNode:
         info = self._store.symbol(link.symbol) or {}
         kind = str(info.get("kind", "external"))
         external = kind == "external"
@@ -301,7 +334,11 @@ class CodeGraphRetriever(MemoryRetriever):
                 head += f" at {link.path}:{link.line}"
             if not link.resolved and not external:
                 head += " (matched by name only)"
-        lines = [head, *(str(info[k]) for k in ("signature", "doc") if info.get(k))]
+        lines = [
+            head,
+            *([said] if said else []),
+            *(str(info[k]) for k in ("signature", "doc") if info.get(k)),
+        ]
         return make_node(
             "\n".join(lines),
             memory="graph",

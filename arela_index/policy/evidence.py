@@ -22,18 +22,6 @@ from arela_index.text.tokens import STOPWORDS, words
 
 _HYPHENATED = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
 _OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")  # a long command-line option: "--lf"
-# The whole of a question asked of code, one name where the code's goes (a plain word, an
-# identifier, backticked or not): what it does or returns, how it works, who calls or uses it,
-# where it is defined. English asks these of people and things with more words ("who calls the
-# shots?", "what does fun mean for children?").
-_NAME = r"`?([A-Za-z_][\w.]*?)`?(?:\(\))?"
-_ASKED_OF_CODE = re.compile(
-    rf"(?:what|who)\s+(?:does|did)\s+{_NAME}\s+(?:do|return)"
-    rf"|how\s+does\s+{_NAME}\s+work"
-    rf"|(?:who|what)\s+(?:calls|uses|invokes)\s+{_NAME}"
-    rf"|where\s+(?:is|are)\s+{_NAME}\s+(?:defined|declared|implemented|called|used)",
-    re.IGNORECASE,
-)
 
 
 def zipf(word: str) -> float:
@@ -111,7 +99,7 @@ def read_entities(
     used = [w for w in unknown if text is not None and _used(w, text)]
     entities.used_code = used
     entities.unknown_code = [w for w in unknown if w not in used]
-    about = asked_of_code(question.text)
+    about = question.asked_of
     symbols = _named_symbols(question, vocabulary, about)
     entities.named_symbols = list(symbols)
     entities.asks_of_symbol = about is not None and any(
@@ -129,7 +117,7 @@ def _named_symbols(
     question: Question, vocabulary: Vocabulary, about: str | None
 ) -> dict[str, None]:
     """The symbols it names: as identifiers, as a capitalised word a symbol is called, as the
-    word a question asked of code is `about` (`asked_of_code`), or as a compound written with
+    word a question asked of code is `about` (`Question.asked_of`), or as a compound written with
     hyphens that code writes as one word ("group-by" for `groupby`; one English writes, "set-up",
     is English)."""
     mentions = question.mentions
@@ -143,17 +131,6 @@ def _named_symbols(
         if not zipf(joined):
             symbols.update(dict.fromkeys(vocabulary.symbols_named(joined)))
     return symbols
-
-
-def asked_of_code(question: str) -> str | None:
-    """The one name a question asked of code is about, when the question is only that.
-
-    >>> asked_of_code("What does mean do?"), asked_of_code("who calls `Option.get`?")
-    ('mean', 'Option.get')
-    >>> asked_of_code("who calls the shots?")
-    """
-    found = _ASKED_OF_CODE.fullmatch(question.strip().rstrip("?!. "))
-    return next((g for g in found.groups() if g), None) if found else None
 
 
 def _used(name: str, text: TermWeights) -> bool:

@@ -22,6 +22,19 @@ from arela_index.text.tokens import FILLER, ROUTING_WORDS, STOPWORDS, words
 
 T = TypeVar("T")
 
+# The whole of a question asked of code, one name where the code's goes (a plain word, an
+# identifier, backticked or not): what it does or returns, how it works, who calls or uses it,
+# where it is defined. English asks these of people and things with more words ("who calls the
+# shots?", "what does fun mean for children?").
+_NAME = r"`?([A-Za-z_][\w.]*?)`?(?:\(\))?"
+_ASKED_OF_CODE = re.compile(
+    rf"(?:what|who)\s+(?:does|did)\s+{_NAME}\s+(?:do|return)"
+    rf"|how\s+does\s+{_NAME}\s+work"
+    rf"|(?:who|what)\s+(?:calls|uses|invokes)\s+{_NAME}"
+    rf"|where\s+(?:is|are)\s+{_NAME}\s+(?:defined|declared|implemented|called|used)",
+    re.IGNORECASE,
+)
+
 # A name given as an example of what is asked about, not the thing asked about.
 _EXAMPLE = re.compile(
     r"\b(?:like|e\.g\.,?|such as|for (?:example|instance),?|say)\s+[`'\"]?([\w.:/-]+)", re.I
@@ -149,6 +162,12 @@ class Question:
     def time(self) -> TimePhrases:
         """The phrases that may name a time ("in 2023", "since v8.1"), read once."""
         return self.origin.time if self.origin is not None else TimePhrases(self.text)
+
+    @cached_property
+    def asked_of(self) -> str | None:
+        """The one name the question is asked of, when it is only a question asked of code
+        ("what does mean do?", "who calls `Option.get`?": `asked_of_code`), read once."""
+        return self.origin.asked_of if self.origin is not None else asked_of_code(self.text)
 
     @cached_property
     def ranked_authors(self) -> str | None:
@@ -316,3 +335,14 @@ def _cut(text: str, limit: int) -> str:
         return text
     tail = limit // 4
     return f"{text[: limit - tail - 1]} {text[-tail:]}"
+
+
+def asked_of_code(question: str) -> str | None:
+    """The one name a question asked of code is about, when the question is only that.
+
+    >>> asked_of_code("What does mean do?"), asked_of_code("who calls `Option.get`?")
+    ('mean', 'Option.get')
+    >>> asked_of_code("who calls the shots?")
+    """
+    found = _ASKED_OF_CODE.fullmatch(question.strip().rstrip("?!. "))
+    return next((g for g in found.groups() if g), None) if found else None

@@ -212,12 +212,22 @@ def test_an_ambiguous_name_returns_the_candidates(shop: GraphStore) -> None:
     [
         "who calls `nothing_like_this`?",
         "What is the capital of France?",
-        "who calls `Item.validate`?",
         "",
     ],
 )
 def test_nothing_found_is_an_empty_list(shop: GraphStore, question: str) -> None:
     assert CodeGraphRetriever(shop).retrieve(question) == []
+
+
+def test_a_symbol_nothing_calls_is_answered_with_its_definition_saying_so(
+    shop: GraphStore,
+) -> None:
+    [found] = CodeGraphRetriever(shop).retrieve("who calls `Item.validate`?")
+    lines = found.node.get_content().splitlines()
+    assert found.node.metadata["symbol"] == "shop.cart.Item.validate"
+    assert found.node.metadata["file_path"] == "src/shop/cart.py"
+    assert lines[0].startswith("shop.cart.Item.validate (method) defined at src/shop/cart.py")
+    assert lines[1].startswith("`shop.cart.Item.validate` is called by no functions")
 
 
 def test_fanout_caps_what_is_shown_and_says_what_was_left_out(shop: GraphStore) -> None:
