@@ -103,11 +103,7 @@ def content_words(question: Question, entities: Entities) -> list[str]:
     >>> content_words(q, read_entities(q, None))
     ['kafka', 'consumer', 'added']
     """
-    bounded = _words(question, entities, _bounded(question))
-    asked = _history_phrases(question)
-    if asked and _of_history(question, entities, bounded, asked):
-        return [w for w in bounded if w not in _phrase_words(asked)]
-    return bounded
+    return _content(question, entities)[0]
 
 
 def asks_history_only(question: Question, entities: Entities) -> bool:
@@ -121,18 +117,18 @@ def asks_history_only(question: Question, entities: Entities) -> bool:
     >>> ask("who are the main contributors?"), ask("who are the main contributors to jazz?")
     (True, False)
     """
+    return _content(question, entities)[1]
+
+
+def _content(question: Question, entities: Entities) -> tuple[list[str], bool]:
+    """Its content words (`content_words`) and whether it asks only the history
+    (`asks_history_only`), read together."""
+    bounded = _words(question, entities, _bounded(question))
     asked = _history_phrases(question)
-    return bool(asked) and _of_history(
-        question, entities, _words(question, entities, _bounded(question)), asked
-    )
-
-
-def _of_history(
-    question: Question, entities: Entities, content: list[str], asked: list[str]
-) -> bool:
+    rest = [w for w in bounded if w not in _phrase_words(asked)]
     lists = word_lists()
-    rest = set(content) - _phrase_words(asked)
-    return not entities.written and rest <= lists["change"] | lists["history"]
+    only = bool(asked) and not entities.written and set(rest) <= lists["change"] | lists["history"]
+    return (rest if only else bounded), only
 
 
 def _bounded(question: Question) -> list[str]:
@@ -167,7 +163,7 @@ def read_words(
     question: Question, entities: Entities, reading: Reading, repository: Repository
 ) -> WordReading:
     """The scope signals of its words and names (`SCOPE_WORDS`)."""
-    asked = content_words(question, entities)
+    asked, history_only = _content(question, entities)
     weights = [repository.text.weight(w) for w in asked]
     used = [w for w in asked if repository.uses(w)]
     unknown = [w for w in asked if w not in used]
@@ -192,7 +188,7 @@ def read_words(
         "topic_absent": float(absent),
         "topic_absent_size": float(absent) * size,
         "no_words": float(not asked and not entities.written),
-        "names_time": float(bool(_bounded(question)) or asks_history_only(question, entities)),
+        "names_time": float(bool(_bounded(question)) or history_only),
         "report": float(reading.report),
     }
     return WordReading(values, tuple(used), tuple(unknown), topic)
