@@ -75,7 +75,7 @@ def test_what_changed_recently_is_the_newest_commits(history: History, question:
     assert not refused and len(found) >= 3
     assert found == history.newest_first[: len(found)]  # the newest, newest first
     plan = str(nodes[0].node.metadata["plan"])
-    assert f"the newest {len(found)} commits" in plan or "the newest" in plan, plan
+    assert f"the newest {len(found)} commits" in plan, plan  # every commit it names is shown
 
 
 @pytest.mark.parametrize(
@@ -132,13 +132,6 @@ def test_the_last_n_commits_are_all_shown_newest_first(
     nodes, refused = history.ask(question)
     assert not refused
     assert commits(nodes) == history.newest_first[:count]
-
-
-def test_what_changed_recently_shows_every_commit_its_plan_names(history: History) -> None:
-    nodes, _ = history.ask("what changed recently?")
-    found = commits(nodes)
-    assert f"the newest {len(found)} commits" in str(nodes[0].node.metadata["plan"])
-    assert found == history.newest_first[: len(found)]
 
 
 def test_what_an_author_changed_is_their_commits_newest_first(history: History) -> None:
