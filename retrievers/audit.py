@@ -238,11 +238,17 @@ class AuditLogRetriever(MemoryRetriever):
                     h.score *= 0.9
             hits += self._decision_hits(plan)
             hits.sort(key=lambda h: -h.score)
-            return self._nodes(hits[: self.top_k], plan)
+            return self._nodes(hits[: self._shown(plan)], plan)
         except sqlite3.Error as exc:
             # A damaged index answers nothing rather than raising in the middle of a query.
             log.warning("arela-index: audit memory query failed: %s", exc)
             return []
+
+    def _shown(self, plan: AuditPlan) -> int:
+        """How many commits an answer holds: top_k, or the count asked for ("the last 12
+        commits"), up to the candidates a query ranks."""
+        asked = plan.window.last_commits if plan.window else None
+        return max(self.top_k, min(asked or 0, _POOL))
 
     def _window_filter(self, plan: AuditPlan) -> CommitFilter:
         w = plan.window
@@ -313,7 +319,9 @@ class AuditLogRetriever(MemoryRetriever):
 
     def _listing(self, plan: AuditPlan, where: CommitFilter, weak: bool) -> list[_Hit]:
         """Commits in a window or by a person, by date: "what changed last week?"."""
-        ids = self._store.filtered(where, newest_first=plan.order != "oldest", limit=self.top_k)
+        ids = self._store.filtered(
+            where, newest_first=plan.order != "oldest", limit=self._shown(plan)
+        )
         scale = 0.5 if weak else 1.0  # the question's words matched nothing in this window
         return [
             _Hit(scale * (1.0 - 0.5 * rank / max(1, len(ids))), i, listed=not weak)

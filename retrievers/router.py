@@ -274,7 +274,10 @@ class ArelaRouterRetriever(RouterRetriever):
             if kept is None or (hit.score or 0.0) > (kept.score or 0.0):
                 best[hit.node.node_id] = hit
         ranked = sorted(best.values(), key=lambda n: n.score or 0.0, reverse=True)
-        ranked = distinct_spans(ranked)[: self.top_k]
+        ranked = distinct_spans(ranked)
+        # Commits a count lists ("the last 12 commits") are the answer whole, however many.
+        listed = sum(1 for n in ranked if n.node.metadata.get("listed"))
+        ranked = ranked[: max(self.top_k, listed)]
         scores = normalise(n.score or 0.0 for n in ranked)
         return [NodeWithScore(node=n.node, score=s) for n, s in zip(ranked, scores, strict=True)]
 
