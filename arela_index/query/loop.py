@@ -364,9 +364,7 @@ class QueryLoop:
 
     def _ungraded_answer(self, state: Pass) -> Steps[list[NodeWithScore]]:
         question, trace, route, nodes = state.question, state.trace, state.route, state.first
-        # A report's "names" are mostly its quotes (the reporter's code, output, logs): that
-        # nothing retrieved holds them is no evidence the answer is missing.
-        missing = not route.report and missing_names(question, state.pool)
+        missing = self._names_missing(question, route, state.pool)
         # A model that judged nothing relevant read more than any signal here, unless the
         # question names code the repository holds.
         overruled = state.judged.by_llm and not self._names_code(question)
@@ -469,6 +467,19 @@ class QueryLoop:
                 fresh(node.node, ceiling, grade=grade, attempt=node.node.metadata.get("attempt", 0))
             )
         return out
+
+    def _names_missing(
+        self, question: Question, route: Route, pool: Sequence[NodeWithScore]
+    ) -> bool:
+        """Whether the names the question asks about, which nothing retrieved mentions, say
+        the answer is not in the repository. A report's names are mostly its quotes (the
+        reporter's code, output, logs): no evidence. A long description's may be in passing
+        (a value it was given, a warning the code raises elsewhere in its file): evidence only
+        when the repository never uses one of them (the error of another tool)."""
+        missing = [] if route.report else missing_names(question, pool)
+        if not missing or not question.shape.long or self.policy is None:
+            return bool(missing)
+        return not all(map(self.policy.repository.uses, missing))
 
     def _names_code(self, question: Question) -> bool:
         """Whether the question names a symbol, a file or the project the repository holds."""

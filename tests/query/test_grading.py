@@ -431,3 +431,32 @@ def test_a_question_in_the_repositorys_own_words_is_answered_though_nothing_grad
     # Ungraded, scored by their offline grade: all under the threshold nothing reached.
     assert all(n.node.metadata["grade"] == 0 and (n.score or 0) <= 1.0 for n in nodes)
     assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("passing", "answered"),
+    [
+        ("the RuntimeError the worker raises never shows up either", True),  # worker.py has it
+        ("our app only logs CronSyntaxError instead of a clear message", False),  # no file has
+    ],
+)
+def test_a_long_description_names_in_passing_what_the_passages_found_need_not_mention(
+    index: ArelaIndex, passing: str, answered: bool
+) -> None:
+    question = (
+        "When a cron expression with only four fields is given to the scheduler, the job is "
+        f"never scheduled and {passing}"
+    )
+    nodes, trace = first_pass(index, question)
+    # What the search found about the scheduler, none of it mentioning the name.
+    name = "runtimeerror" if answered else "cronsyntaxerror"
+    found = [n for n in nodes if name not in n.node.get_content().lower()]
+    assert found and "src/taskq/scheduler.py" in {n.node.metadata["file_path"] for n in found}
+    retriever = index.as_retriever()
+    loop = QueryLoop(retriever.router, retriever.grader, retriever.loop.rewriter, max_retries=0)
+    kept = graded(loop, found, trace)
+    if answered:  # the repository uses the name elsewhere: the passages still answer
+        assert not steps(trace, "abstain"), trace.steps
+        assert "src/taskq/scheduler.py" in {n.node.metadata["file_path"] for n in kept[:3]}
+    else:  # a name the repository never uses: the question may be about another tool
+        assert kept == [] and f"`{name}`" in steps(trace, "abstain")[0]["why"]
