@@ -175,15 +175,16 @@ class AuditLogRetriever(MemoryRetriever):
         plan.ranks_authors = question.ranked_authors is not None
         if plan.ranks_authors:  # counted over the window, people and named files; words do not
             plan.terms, plan.soft_paths, plan.soft_symbols = [], [], []
-        if window is not None and window.open:
-            # "What changed recently?" alone: the newest commits, as many as an answer shows;
-            # beside a file, a function, words or people, those come newest first, unbounded.
-            named = plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols
-            alone = not (named or plan.terms or plan.authors or plan.ranks_authors)
-            plan.window = window.newest(self.top_k) if alone else None
-            plan.order = "newest"
         # "what's new in 8.3.0": a window and a changelog
         plan.versions = _versions(question.text)
+        if window is not None and window.open:
+            # "What changed recently?" alone: the newest commits, as many as an answer shows;
+            # beside a file, a function, words, people or a version, those come newest first,
+            # unbounded.
+            named = plan.paths or plan.symbols or plan.soft_paths or plan.soft_symbols
+            alone = not (named or plan.terms or plan.authors or plan.ranks_authors or plan.versions)
+            plan.window = window.newest(self.top_k) if alone else None
+            plan.order = "newest"
         plan.about_decisions = bool(_DECISION.search(question.text))
         return plan
 

@@ -13,6 +13,7 @@ import difflib
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 from llama_index.core.schema import NodeWithScore
 
@@ -96,39 +97,70 @@ def content_words(question: Question, entities: Entities) -> list[str]:
     of time or of English, no part of a name it writes as code, of a time it names or of a
     commit author it names (a name the history knows, whatever the code's text says); in a
     question that asks only the history (`asks_history_only`), no word of its asking for the
-    newest commits or the authors ranked ("the latest changes", "the main contributors").
+    newest commits or the authors ranked ("the latest changes", "the main contributors"), nor
+    one the history's search drops ("worked", "repo").
 
     >>> from arela_index.policy.evidence import read_entities
     >>> q = Question.read("When was the Kafka consumer `read_offset` added last week?")
     >>> content_words(q, read_entities(q, None))
     ['kafka', 'consumer', 'added']
     """
-    return _content(question, entities)[0]
+    return list(_content(question, entities)[0])
 
 
 def asks_history_only(question: Question, entities: Entities) -> bool:
     """Whether it asks for what only the history holds, its newest commits ("what changed
     recently?") or its authors ranked by their commits ("who are the main contributors?"), and
-    for nothing else: no code, and no word but those and the history's own (`change` and
-    `history` in `data/policy/words.txt`).
+    for nothing else: no code, and no word but those and the history's own (`_history_words`):
+    "what has been worked on in the repo lately?" asks the history as "what changed lately?" does.
 
     >>> from arela_index.policy.evidence import read_entities
     >>> ask = lambda text: asks_history_only(q := Question.read(text), read_entities(q, None))
     >>> ask("who are the main contributors?"), ask("who are the main contributors to jazz?")
     (True, False)
+    >>> ask("what has been worked on in the repo lately?"), ask("what happened in Japan lately?")
+    (True, False)
     """
     return _content(question, entities)[1]
 
 
-def _content(question: Question, entities: Entities) -> tuple[list[str], bool]:
+def _content(question: Question, entities: Entities) -> tuple[tuple[str, ...], bool]:
     """Its content words (`content_words`) and whether it asks only the history
-    (`asks_history_only`), read together."""
-    bounded = _words(question, entities, _bounded(question))
-    asked = _history_phrases(question)
-    rest = [w for w in bounded if w not in _phrase_words(asked)]
+    (`asks_history_only`), read together, once per question and what it names: the scope reads
+    them and so does the route (`routing.read_route`)."""
+    return _read_content(
+        question.text,
+        question.asked.text,
+        tuple(entities.written),
+        tuple(entities.authors),
+        entities.project,
+    )
+
+
+@lru_cache(maxsize=256)
+def _read_content(
+    text: str, asked: str, written: tuple[str, ...], authors: tuple[str, ...], project: str
+) -> tuple[tuple[str, ...], bool]:
+    """`_content` of a question's text, with the time phrases and ranked authors of the question
+    as asked (a rewrite keeps the asked question's limits, `Question.time`)."""
+    limits = Question.of(asked)
+    bounded = _words(text, written + authors, project, _bounded(limits))
+    phrases = _history_phrases(limits)
+    rest = tuple(w for w in bounded if w not in _phrase_words(phrases))
+    only = bool(phrases) and not written and set(rest) <= _history_words()
+    # Asking the history alone, the words its search drops name nothing the scope could weigh.
+    return (tuple(w for w in rest if w not in word_lists()["audit"]) if only else bounded), only
+
+
+@cache
+def _history_words() -> frozenset[str]:
+    """The words a question asks the history with, beside its time and its asking: those of a
+    change and of the history (`change`, `history` in `data/policy/words.txt`), and those the
+    history's own search drops as naming nothing to look for (`audit`: "worked", "happened",
+    "repo", "code", "people"), so that what the scope takes for asking the history alone is
+    what the audit memory answers with its newest commits alone (`retrievers/audit.py`)."""
     lists = word_lists()
-    only = bool(asked) and not entities.written and set(rest) <= lists["change"] | lists["history"]
-    return (rest if only else bounded), only
+    return lists["change"] | lists["history"] | lists["audit"]
 
 
 def _bounded(question: Question) -> list[str]:
@@ -146,12 +178,14 @@ def _phrase_words(phrases: Sequence[str]) -> set[str]:
     return {w.lower() for phrase in phrases for w in words(phrase)}
 
 
-def _words(question: Question, entities: Entities, phrases: Sequence[str]) -> list[str]:
+def _words(
+    text: str, names: Sequence[str], project: str, phrases: Sequence[str]
+) -> tuple[str, ...]:
     skip = STOPWORDS | asking() | of_time() | _phrase_words(phrases)
-    skip |= {p for name in (*entities.written, *entities.authors) for p in _parts(name)}
-    skip |= {entities.project.lower()} if entities.project else set()
-    found = _parts(question.text)
-    return list(dict.fromkeys(p for p in found if p.isalpha() and len(p) > 2 and p not in skip))
+    skip |= {p for name in names for p in _parts(name)}
+    skip |= {project.lower()} if project else set()
+    found = _parts(text)
+    return tuple(dict.fromkeys(p for p in found if p.isalpha() and len(p) > 2 and p not in skip))
 
 
 def _parts(text: str) -> Iterator[str]:

@@ -80,12 +80,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             "during",
             rf"\b(?:(?:in|during|on|for|of)\s+)?(?:the\s+(?:month\s+of|year)\s+)?(?P<a>{_DATE})\b",
         ),
-        # "recently", "the latest changes": no bounds, the newest commits; tried last, so that a
-        # phrase with bounds beside it wins ("what changed recently, since v1.0?").
+        # "recently", "the latest changes", "the commits that are newest", "what's new": no
+        # bounds, the newest commits; tried last, so that a phrase with bounds beside it wins
+        # ("what changed recently, since v1.0?", "what's new in 8.3?").
         (
             "recent",
             r"\b(?:recently|lately|(?:recent|latest|newest|most\s+recent|last|new)\s+"
-            r"(?:changes|commits|work|activity|updates|(?:commit\s+)?history)\b)",
+            r"(?:changes|commits|work|activity|updates|(?:commit\s+)?history)\b"
+            r"|(?:changes|commits)\s+(?:that\s+)?(?:are|were)\s+(?:the\s+)?"
+            r"(?:latest|newest|most\s+recent)\b|what(?:['’]s|\s+is)\s+new\b)",
         ),
     ]
 ]

@@ -67,7 +67,18 @@ def commits(nodes: list[NodeWithScore]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "question", ["what changed recently?", "list recent commits", "show me the latest changes"]
+    "question",
+    [
+        "what changed recently?",
+        "list recent commits",
+        "show me the latest changes",
+        # a word of the history's own beside the phrase, or the phrase said another way
+        "what has been worked on recently?",
+        "what happened in the repo lately?",
+        "what new changes have been made?",
+        "which commits are the newest?",
+        "what's new in the repo?",
+    ],
 )
 def test_what_changed_recently_is_the_newest_commits(history: History, question: str) -> None:
     nodes, refused = history.ask(question)
@@ -79,7 +90,14 @@ def test_what_changed_recently_is_the_newest_commits(history: History, question:
 
 
 @pytest.mark.parametrize(
-    "question", ["who are the main contributors?", "who is the most active contributor?"]
+    "question",
+    [
+        "who are the main contributors?",
+        "who is the most active contributor?",
+        "who commits most often?",
+        "list the top contributors by number of commits",
+        "who wrote most of the code?",
+    ],
 )
 def test_the_main_contributors_are_the_authors_by_their_commits(
     history: History, question: str
@@ -114,6 +132,9 @@ def test_the_main_contributors_to_a_file_are_its_authors_by_their_commits(
         "what changed recently in the EU's data protection rules?",
         "who are the main contributors to climate change?",
         "list recent earthquakes in Japan",
+        "what happened lately with the Mars rover?",
+        "who commits most often to charity marathons?",
+        "what's new in iOS 18?",
     ],
 )
 def test_the_same_words_about_something_else_are_not_about_the_repository(
