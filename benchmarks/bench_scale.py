@@ -50,7 +50,7 @@ COSTS = (
     Cost("ask (s)", "ask.median_s", 1.5, False),
     Cost("ask CPU (s)", "ask.median_cpu_s", 1.5, True),
     Cost("ask peak RSS (MB)", "ask.peak_mb", 350, True),
-    Cost("ask handed to `arela serve`, CPU (s)", "handed_off.median_cpu_s", 1.5, True),
+    Cost("ask handed to `arela serve` (s)", "handed_off.median_s", 1.5, False),
     Cost("`arela serve` peak RSS (MB)", "handed_off.server_peak_mb", None, True),
 )
 
@@ -94,6 +94,8 @@ def crossing(cost: Cost, sizes: list[float], costs: list[float]) -> tuple[float,
     if slope <= 0:
         return math.inf, "never (not growing)"
     at = math.exp((math.log(cost.limit) - intercept) / slope)
+    if at > 100 * sizes[-1]:
+        return at, "past 100 × the largest size"
     return at, f"{at:,.0f}" + ("" if at <= sizes[-1] else " (beyond the sizes run)")
 
 
