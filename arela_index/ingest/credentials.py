@@ -45,8 +45,12 @@ class Rule:
 
     `gates` are patterns searched in the lower-cased text first, each starting with literal
     characters; the rule runs only where one is found. A rule without gates starts with literal
-    characters itself and is its own gate: Python's `re` finds a literal start at memchr speed,
-    while a pattern starting with a class or a lookbehind tries every position."""
+    characters itself and is its own gate: Python's `re` skips to a literal start byte by byte
+    (3 GB/s), while a pattern starting with a class or a lookbehind tries every position.
+    A file's bytes are searched by a rule of `re.I` (written in lower case) in their lower-cased
+    copy without it: the same matches, at a sixth of the cost. `holds`: characters every match
+    holds, rare in code; a text lacking one is not searched (a character is found at memchr
+    speed, five times `re`'s)."""
 
     name: str
     pattern: str
@@ -55,6 +59,7 @@ class Rule:
     check: Callable[[str], bool] | None = None
     bounded: bool = False
     flags: int = 0
+    holds: str = ""
 
 
 def _entropy(text: str) -> float:
@@ -111,7 +116,7 @@ def _family(prefix: str, members: dict[str, str]) -> str:
 
 _NO_MORE = r"(?![A-Za-z0-9])"
 RULES: tuple[Rule, ...] = (
-    Rule("private-key", _PRIVATE_KEY),
+    Rule("private-key", _PRIVATE_KEY, holds="KVY"),
     Rule(
         "A",
         _family(
@@ -192,9 +197,19 @@ RULES: tuple[Rule, ...] = (
         bounded=True,
     ),
     Rule("npm-token", r"npm_[A-Za-z0-9]{36}" + _NO_MORE, bounded=True),
-    Rule("pypi-token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
-    Rule("jwt", r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*", bounded=True),
-    Rule("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])", bounded=True),
+    Rule("pypi-token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}", holds="EIH"),
+    Rule(
+        "jwt",
+        r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
+        bounded=True,
+        holds="J",
+    ),
+    Rule(
+        "sendgrid-key",
+        r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])",
+        bounded=True,
+        holds="SG",
+    ),
     # scheme://user:password@host, as database, queue and mail URLs are written.
     Rule(
         "password-in-url",
@@ -238,9 +253,15 @@ class _Compiled:
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
         self.text = re.compile(rule.pattern, rule.flags)
-        self.bytes = re.compile(rule.pattern.encode("ascii"), rule.flags)
+        # Bytes fold ASCII alone, as `bytes.lower` does: a lower-case pattern finds in the
+        # lower-cased bytes what it finds with `re.I` in the bytes, at the same places.
+        self.folded = bool(rule.flags & re.I)
+        if self.folded and rule.pattern != rule.pattern.lower():
+            raise ValueError(f"rule {rule.name}: a pattern of re.I is written in lower case")
+        self.bytes = re.compile(rule.pattern.encode("ascii"), rule.flags & ~re.I)
         self.gates = tuple(re.compile(g) for g in rule.gates)
         self.byte_gates = tuple(re.compile(g.encode("ascii")) for g in rule.gates)
+        self.byte_holds = tuple(c.encode("ascii") for c in rule.holds)
 
     def found(self, match: re.Match[Any], whole: Any) -> bool:
         """Whether a match is a credential: at a word's start when it must be, and passing
@@ -253,7 +274,7 @@ class _Compiled:
             return False
         if self.rule.check is None:
             return True
-        value = match.group(self.rule.group)
+        value = whole[slice(*match.span(self.rule.group))]  # `whole`'s case, where folded
         return self.rule.check(
             value if isinstance(value, str) else value.decode("ascii", "replace")
         )
@@ -284,11 +305,17 @@ def holds_secret(data: bytes, ignore: frozenset[str] = frozenset()) -> str | Non
     for compiled in _COMPILED:
         if compiled.rule.name in ignore:
             continue
-        if compiled.byte_gates:
+        if compiled.byte_holds and not all(c in data for c in compiled.byte_holds):
+            continue
+        searched = data
+        if compiled.byte_gates or compiled.folded:
             lower = data.lower() if lower is None else lower
-            if not any(_passes(gate, lower, passed) for gate in compiled.byte_gates):
+            if compiled.byte_gates and not any(
+                _passes(gate, lower, passed) for gate in compiled.byte_gates
+            ):
                 continue
-        for match in compiled.bytes.finditer(data):
+            searched = lower if compiled.folded else data
+        for match in compiled.bytes.finditer(searched):
             if compiled.found(match, data):
                 return _name(match, compiled)
     return None
@@ -308,7 +335,12 @@ def _name(match: re.Match[Any], compiled: _Compiled) -> str:
 def _searched(text: str) -> list[_Compiled]:
     """The rules whose gates `text` passes."""
     lower = text.lower()
-    return [c for c in _COMPILED if not c.gates or any(g.search(lower) for g in c.gates)]
+    return [
+        c
+        for c in _COMPILED
+        if all(h in text for h in c.rule.holds)
+        and (not c.gates or any(g.search(lower) for g in c.gates))
+    ]
 
 
 def secret_rules_in(text: str) -> list[str]:
