@@ -60,6 +60,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ("between", rf"\b(?:between|from)\s+(?P<a>{_DATE}){_TO}(?P<b>{_DATE})\b"),
         ("between_tags", rf"\b(?:between|from)\s+{_TAG_A}{_TO}{_TAG_B}"),
         ("commits", rf"\b(?:in\s+)?{_LAST}(?P<n>{_NUM})\s+commits?\b"),
+        # the count first: "the 5 newest commits", "the three most recent commits"
+        ("commits", rf"\b(?:the\s+)?(?P<n>{_NUM})\s+{_LAST}commits?\b"),
         # "the last commit" is the newest one ("the last commit message" is no commit).
         (
             "one_commit",

@@ -149,6 +149,7 @@ def test_the_same_words_about_something_else_are_not_about_the_repository(
         ("show me the last 5 commits", 5),
         ("what were the last 7 commits?", 7),
         ("list the last 12 commits", 12),  # more than an answer holds otherwise
+        ("show the 3 newest commits", 3),  # the count before the words
     ],
 )
 def test_the_last_n_commits_are_all_shown_newest_first(

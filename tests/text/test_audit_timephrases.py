@@ -94,6 +94,8 @@ def test_the_newest_commits_by_count() -> None:
     for question, n in [
         ("in the last 5 commits", 5),
         ("the latest ten commits", 10),
+        ("show the 5 newest commits", 5),
+        ("what were the three most recent commits?", 3),
         ("last 1 commit", 1),
         ("what did the last commit change?", 1),
         ("who committed last?", 1),
