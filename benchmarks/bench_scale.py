@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 MIB, GIB = 2**20, 2**30
@@ -76,12 +77,8 @@ def measure(files: int) -> dict[str, Any]:
 
 def fit(sizes: list[float], costs: list[float]) -> tuple[float, float]:
     """(slope, intercept) of log(cost) against log(size), least squares."""
-    xs, ys = [math.log(s) for s in sizes], [math.log(max(c, 1e-9)) for c in costs]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
-        (x - mx) ** 2 for x in xs
-    )
-    return slope, my - slope * mx
+    slope, intercept = np.polyfit(np.log(sizes), np.log(np.maximum(costs, 1e-9)), 1)
+    return float(slope), float(intercept)
 
 
 def crossing(cost: Cost, sizes: list[float], costs: list[float]) -> tuple[float, str]:
