@@ -273,7 +273,7 @@ def route_values(
     """The routing signals as the selector reads them."""
     reading = policy.read(question)
     like = prototypes.lexical(reading.shape.prose, question.mentions)
-    return read_route(question, reading.entities, reading.shape, like)
+    return read_route(question, reading.entities, reading.shape, like, reading.words.history_only)
 
 
 def routing_rows(args: argparse.Namespace, out: Any) -> None:

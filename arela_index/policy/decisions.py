@@ -325,11 +325,13 @@ class QueryPolicy:
         similarity to each intent's example questions; `asks`, its several asks (each with its
         own similarity) when it joins some."""
         reading = self.read(question)
-        values = read_route(question, reading.entities, reading.shape, similarity)
+        values = read_route(
+            question, reading.entities, reading.shape, similarity, reading.words.history_only
+        )
         each = []
         for ask, like in asks:
             read = self.read(ask)
-            each.append(read_route(ask, read.entities, read.shape, like))
+            each.append(read_route(ask, read.entities, read.shape, like, read.words.history_only))
         models = {i: self.table.model(f"route_{i}") for i in ROUTED}
         return decide_route(models, values, each)
 

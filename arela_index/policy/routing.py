@@ -28,7 +28,6 @@ from arela_index.policy.intents import (
     TEMPORAL,
 )
 from arela_index.policy.model import Logistic
-from arela_index.policy.signals import asks_history_only
 from arela_index.policy.words import asking, of_time
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading
@@ -116,10 +115,15 @@ def route_features() -> tuple[str, ...]:
 
 
 def read_route(
-    question: Question, entities: Entities, shape: Reading, similarity: Mapping[str, float]
+    question: Question,
+    entities: Entities,
+    shape: Reading,
+    similarity: Mapping[str, float],
+    history_only: bool,
 ) -> dict[str, float]:
     """The routing signals of a question (`route_features`); `similarity`: its similarity to the
-    example questions of each intent, in [0, 1]."""
+    example questions of each intent, in [0, 1]; `history_only`: it asks only the history, as
+    its words read (`signals.read_content`)."""
     spoken = [w.lower() for w in words(shape.prose)]
     # An ask of asking words alone ("who changed it, and why?") asks about the ask before it
     # (the reason for that change), not a question of its own: its words are not read.
@@ -143,7 +147,7 @@ def read_route(
             "symptom": float(shape.symptom),
             "why_of_relation": float("why" in said and bool(said & lists["relation"])),
             # Not a model's signal: a question only the history answers is not weighed.
-            "history_only": float(asks_history_only(question, entities)),
+            "history_only": float(history_only),
         }
     )
     values.update({f"like_{i}": float(similarity.get(i, 0.0)) for i in ROUTED})
@@ -183,7 +187,7 @@ def decide_route(
     """The intents of a question (`values`) and of each of its asks (`asks`, when it has
     several): the question's, then each ask's likeliest when it reaches that intent's bar. A
     pasted report asks what the code does, whatever its words, and a question only the history
-    answers (`signals.asks_history_only`) asks the history: the models are not asked."""
+    answers (`signals.read_content`) asks the history: the models are not asked."""
     if values.get("report"):
         return Intents(((FACTUAL, 0.8),), 0.8, ("a pasted report: about what the code does",))
     if values.get("history_only"):

@@ -13,7 +13,8 @@ import difflib
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
+from typing import NamedTuple
 
 from llama_index.core.schema import NodeWithScore
 
@@ -90,66 +91,47 @@ class WordReading:
     used: tuple[str, ...]
     unknown: tuple[str, ...]
     topic: str | None
+    history_only: bool = False  # it asks only the history (`read_content`)
 
 
-def content_words(question: Question, entities: Entities) -> list[str]:
+class Content(NamedTuple):
+    """A question's content words, and whether it asks only the history (`read_content`)."""
+
+    words: tuple[str, ...]
+    history_only: bool
+
+
+def read_content(question: Question, entities: Entities) -> Content:
     """Its words of three letters or more, lower case, each once: no function word of asking,
     of time or of English, no part of a name it writes as code, of a time it names or of a
-    commit author it names (a name the history knows, whatever the code's text says); in a
-    question that asks only the history (`asks_history_only`), no word of its asking for the
-    newest commits or the authors ranked ("the latest changes", "the main contributors"), nor
-    one the history's search drops ("worked", "repo").
-
-    >>> from arela_index.policy.evidence import read_entities
-    >>> q = Question.read("When was the Kafka consumer `read_offset` added last week?")
-    >>> content_words(q, read_entities(q, None))
-    ['kafka', 'consumer', 'added']
-    """
-    return list(_content(question, entities)[0])
-
-
-def asks_history_only(question: Question, entities: Entities) -> bool:
-    """Whether it asks for what only the history holds, its newest commits ("what changed
+    commit author it names (a name the history knows, whatever the code's text says). And
+    whether it asks for what only the history holds, its newest commits ("what changed
     recently?") or its authors ranked by their commits ("who are the main contributors?"), and
-    for nothing else: no code, and no word but those and the history's own (`_history_words`):
-    "what has been worked on in the repo lately?" asks the history as "what changed lately?" does.
+    for nothing else: no code, and no word but those and the history's own (`_history_words`).
+    Then its words leave out those of that asking and those the history's search drops.
 
     >>> from arela_index.policy.evidence import read_entities
-    >>> ask = lambda text: asks_history_only(q := Question.read(text), read_entities(q, None))
-    >>> ask("who are the main contributors?"), ask("who are the main contributors to jazz?")
-    (True, False)
-    >>> ask("what has been worked on in the repo lately?"), ask("what happened in Japan lately?")
-    (True, False)
+    >>> read = lambda text: read_content(q := Question.read(text), read_entities(q, None))
+    >>> read("When was the Kafka consumer `read_offset` added last week?").words
+    ('kafka', 'consumer', 'added')
+    >>> read("who are the main contributors?"), read("who are the main contributors to jazz?")
+    (Content(words=(), history_only=True), Content(words=('main', 'contributors', 'jazz'), history_only=False))
+    >>> read("what has been worked on in the repo lately?").history_only
+    True
+    >>> read("what happened in Japan lately?").history_only
+    False
     """
-    return _content(question, entities)[1]
-
-
-def _content(question: Question, entities: Entities) -> tuple[tuple[str, ...], bool]:
-    """Its content words (`content_words`) and whether it asks only the history
-    (`asks_history_only`), read together, once per question and what it names: the scope reads
-    them and so does the route (`routing.read_route`)."""
-    return _read_content(
-        question.text,
-        question.asked.text,
-        tuple(entities.written),
-        tuple(entities.authors),
-        entities.project,
+    # The time phrases and ranked authors of the question as asked: a rewrite keeps its limits.
+    limits = question.asked
+    bounded = _words(
+        question.text, (*entities.written, *entities.authors), entities.project, _bounded(limits)
     )
-
-
-@lru_cache(maxsize=256)
-def _read_content(
-    text: str, asked: str, written: tuple[str, ...], authors: tuple[str, ...], project: str
-) -> tuple[tuple[str, ...], bool]:
-    """`_content` of a question's text, with the time phrases and ranked authors of the question
-    as asked (a rewrite keeps the asked question's limits, `Question.time`)."""
-    limits = Question.of(asked)
-    bounded = _words(text, written + authors, project, _bounded(limits))
     phrases = _history_phrases(limits)
     rest = tuple(w for w in bounded if w not in _phrase_words(phrases))
-    only = bool(phrases) and not written and set(rest) <= _history_words()
+    if not (phrases and not entities.written and set(rest) <= _history_words()):
+        return Content(bounded, False)
     # Asking the history alone, the words its search drops name nothing the scope could weigh.
-    return (tuple(w for w in rest if w not in word_lists()["audit"]) if only else bounded), only
+    return Content(tuple(w for w in rest if w not in word_lists()["audit"]), True)
 
 
 @cache
@@ -197,7 +179,7 @@ def read_words(
     question: Question, entities: Entities, reading: Reading, repository: Repository
 ) -> WordReading:
     """The scope signals of its words and names (`SCOPE_WORDS`)."""
-    asked, history_only = _content(question, entities)
+    asked, history_only = read_content(question, entities)
     weights = [repository.text.weight(w) for w in asked]
     used = [w for w in asked if repository.uses(w)]
     unknown = [w for w in asked if w not in used]
@@ -225,7 +207,7 @@ def read_words(
         "names_time": float(bool(_bounded(question)) or history_only),
         "report": float(reading.report),
     }
-    return WordReading(values, tuple(used), tuple(unknown), topic)
+    return WordReading(values, tuple(used), tuple(unknown), topic, history_only)
 
 
 def near_miss(written: Sequence[str], repository: Repository) -> float:
