@@ -39,6 +39,7 @@ from arela_index.policy.intents import (
 )
 from arela_index.policy.repository import Repository
 from arela_index.policy.routing import Intents, asks
+from arela_index.retrievers.graph_questions import relation_of
 from arela_index.selectors.by_description import described, stock_picks
 from arela_index.selectors.compared import compared_entities
 from arela_index.selectors.llm_stage import DEFAULT_PROMPT, PROMPT_VARIABLES, LLMStage, LLMVerdict
@@ -348,18 +349,33 @@ class ArelaSelector(BaseSelector):
 
     @staticmethod
     def _code_too(draft: _Draft) -> None:
-        """A long question, or a bug's symptom, also asks what the code does: its likeliest
+        """A long question, or a bug's symptom, also asks what the code does; a question for the
+        graph that names no code describes the code it asks about. Either way its likeliest
         code-reading intent joins the route, so code is searched (and graded as fit)."""
         route = draft.route
+        if any(PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names):
+            return
         # "who broke parse_cron?" is a symptom that asks for history: history answers it.
         symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
-        if not (draft.reading.long or symptom) or any(
-            PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names
-        ):
+        # The graph answers a relation between symbols it finds by name. Asked where code is
+        # defined without a name ("where is the CSR conversion implemented?"), it has only
+        # English words, which the code's text holds and its names seldom do; a relation
+        # ("which modules import the config module?") is the graph's to answer.
+        nameless = (
+            any(PRIMARY_MEMORY.get(i) == "graph" for i in route.intent_names)
+            and not draft.entities.names_code
+            and not draft.entities.written
+            and relation_of(route.question) in ("definition", "neighbourhood")
+        )
+        if draft.reading.long or symptom:
+            note = draft.reading.note
+        elif nameless:
+            note = "asks where code is without naming it: the code memory reads it too"
+        else:
             return
         best = draft.intents.best_of((FACTUAL, CONCEPTUAL, PROCEDURAL))
         route.intents.append((best, dict(draft.intents.probabilities).get(best, 0.0)))
-        route.notes.append(draft.reading.note)
+        route.notes.append(note)
 
     def _picks(self, draft: _Draft) -> list[tuple[int, str]]:
         route = draft.route

@@ -190,6 +190,25 @@ def test_comparisons_name_what_they_compare(vocabularies: dict[str, Vocabulary])
     ]
 
 
+@pytest.mark.parametrize(
+    ("question", "memories"),
+    [
+        # Where code is, described without a name: the graph has only English words to look
+        # up, so the code's text is searched beside it.
+        ("where is the exponential backoff implemented?", ["code", "graph"]),
+        ("where is the cron expression split implemented?", ["code", "graph"]),
+        # A name, or a relation, is the graph's alone.
+        ("where is parse_cron defined?", ["graph"]),
+        ("which modules import the config module?", ["graph"]),
+    ],
+)
+def test_where_code_is_without_a_name_reads_the_code_too(
+    vocabularies: dict[str, Vocabulary], question: str, memories: list[str]
+) -> None:
+    route = ArelaSelector(vocabularies["taskq"]).route(question)
+    assert sorted(m for m, _ in route.memories) == memories
+
+
 def test_a_valid_model_answer_is_used(vocabularies: dict[str, Vocabulary]) -> None:
     def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {
