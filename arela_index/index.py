@@ -165,7 +165,7 @@ class ArelaIndex:
             return store
 
     def _load_memory(self, name: str) -> Any:
-        self.manifest.verify(self.folder, under=f"{name}/")
+        self.manifest.verify(self.folder, under=f"{name}/", stamped=True)
         if name == "code":
             return CodeStore.load(self.folder / name, self._vector_store)
         if name == "graph":  # each store's module imported by the question that reads it
@@ -349,7 +349,7 @@ class ArelaIndex:
         if STEMS_FILE not in self.manifest.checksums:
             return RepoTerms.read(self.vocabulary)
         try:
-            self.manifest.verify(self.folder, under=STEMS_FILE)
+            self.manifest.verify(self.folder, under=STEMS_FILE, stamped=True)
             counted = NameStems.read(self.folder / STEMS_FILE)
         except IndexProblem as exc:
             if _existing(self.persist_dir) not in (None, self.folder):
@@ -365,7 +365,7 @@ class ArelaIndex:
             return None
         try:
             for name in names:
-                self.manifest.verify(self.folder, under=name)
+                self.manifest.verify(self.folder, under=name, stamped=True)
             return read()
         except (IndexProblem, OSError, ValueError):
             return None

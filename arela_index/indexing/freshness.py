@@ -132,7 +132,7 @@ def staleness_of(
     manifest: Manifest,
 ) -> Staleness:
     """`staleness` with the manifest of `folder` already read."""
-    manifest.verify(folder, under=SNAPSHOT_FILE)
+    manifest.verify(folder, under=SNAPSHOT_FILE, stamped=True)
     snapshot = Snapshot.read(folder)
     now = Snapshot.take(root, config, persist, embedding_plan(config, runtime, manifest)[1])
     settings_changed = snapshot is None or snapshot.settings != now.settings

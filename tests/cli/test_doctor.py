@@ -4,6 +4,7 @@ is well, offline by choice counted as well, Ollama's state through FakeOllama.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -258,6 +259,26 @@ def test_a_damaged_index_file_is_named_with_the_way_out(
     status, line = checks["integrity"]
     assert status == "fail" and "/graph/" in line and "unreadable" in line and "arela index" in line
     assert "graph memory" not in checks  # nothing is read from a damaged index
+
+
+def test_doctor_reads_every_byte_even_where_the_files_stamps_did_not_move(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A load reads again only the files whose size or time moved; damage that kept both (a
+    byte flipped in place, the time put back) is still the doctor's to find."""
+    root, folder = indexed_offline(tmp_path)
+    path = max(
+        (p for p in (folder / "code").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size
+    )
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    code, checks = doctor(capsys, "--repo", str(root), "--offline")
+    assert code == 1
+    status, line = checks["integrity"]
+    assert status == "fail" and path.name in line and "checksum mismatch" in line
 
 
 def test_a_folder_without_git_has_no_history_and_that_is_fine(
