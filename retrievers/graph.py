@@ -79,6 +79,15 @@ def _named(mention: str, question: Question) -> bool:
     )
 
 
+def _each_answered(relation: str, entities: list[Entity]) -> bool:
+    """Whether a relation asked of a name several symbols have is answered for each: a few of
+    them, one name asked ("who calls url_for?", a function and a method of that name), as a
+    colleague lists the callers of both rather than asking which one was meant."""
+    return (
+        relation in _COUNTED and len(entities) == 1 and len(entities[0].candidates) <= _MAX_SUBJECTS
+    )
+
+
 def _score(link: Link) -> float:
     return (1.0 if link.resolved else _BY_NAME_SCORE) / max(1, link.depth)
 
@@ -89,9 +98,10 @@ class CodeGraphRetriever(MemoryRetriever):
     question does not say) the neighbourhood.
 
     Returns one summary node ("`echo` is called by 14 functions in 6 files; showing 14") and a
-    node per related symbol, at most `fanout`; a name matching several symbols returns those
-    candidates; a relation that finds nothing returns the symbol's definition, saying so ("`purge`
-    is called by no functions in this repository"); an unknown name returns [].
+    node per related symbol, at most `fanout`; a relation asked of a name a few symbols have is
+    answered for each, after a note naming them, and a name matching more (or asked where it is)
+    returns those candidates; a relation that finds nothing returns the symbol's definition,
+    saying so ("`purge` is called by no functions in this repository"); an unknown name returns [].
 
     >>> retriever = CodeGraphRetriever(GraphStore.load(path), top_k=20)        # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("who calls `save`?")]  # doctest: +SKIP
@@ -119,16 +129,16 @@ class CodeGraphRetriever(MemoryRetriever):
         asked = understand(question, self._store)
         entities = asked.entities[:2] if asked.relation == "path" else asked.entities
         ambiguous = next((e for e in entities if e.ambiguous), None)
-        if ambiguous is not None:
+        if ambiguous is not None and not _each_answered(asked.relation, entities):
             return self._candidates(ambiguous)
-        subjects = list(dict.fromkeys(e.candidates[0] for e in entities))
+        subjects = list(dict.fromkeys(c for e in entities for c in e.candidates))
         if asked.relation == "path":
             answers = [self._path(*subjects[:2])] if len(subjects) == 2 else []
         else:
             answers = [self._answer(asked.relation, s) for s in subjects[:_MAX_SUBJECTS]]
             # That none was found answers only a question asked of the symbol by name: a plain
             # word the graph read as one ("which test checks ...") may be another thing.
-            named = {e.candidates[0] for e in entities if _named(e.mention, question)}
+            named = {c for e in entities if _named(e.mention, question) for c in e.candidates}
             answers = [
                 a if a.links or a.subject not in named else self._none_found(a) for a in answers
             ]
@@ -137,6 +147,8 @@ class CodeGraphRetriever(MemoryRetriever):
             return []
         share = max(1, min(self.fanout, self.top_k - len(answers)) // len(answers))
         results = [node for answer in answers for node in self._nodes(answer, share)]
+        if ambiguous is not None:
+            results.insert(0, self._ambiguity(ambiguous, asked.relation))
         return results[: self.top_k]
 
     # -- relations ---------------------------------------------------------------------------
@@ -251,6 +263,22 @@ class CodeGraphRetriever(MemoryRetriever):
         return f"`{qualname}` is a {info['kind']} defined at {span}."
 
     # -- nodes -------------------------------------------------------------------------------
+
+    def _ambiguity(self, entity: Entity, relation: str) -> NodeWithScore:
+        """The note before the answers of each symbol an ambiguous name may be."""
+        listed = ", ".join(f"`{_display(c)}`" for c in entity.candidates)
+        note = (
+            f"`{entity.mention}` matches {_plural(len(entity.candidates), 'symbol')} "
+            f"({entity.how} match): {listed}; the {relation} of each follow."
+        )
+        summary = make_node(
+            note,
+            memory="graph",
+            kind="summary",
+            symbol=entity.mention,
+            id_=node_id("graph", "candidates", relation, entity.mention),
+        )
+        return NodeWithScore(node=summary, score=1.0)
 
     def _candidates(self, entity: Entity) -> list[NodeWithScore]:
         shown = entity.candidates[: min(self.fanout, self.top_k - 1)]

@@ -200,8 +200,19 @@ def test_a_path_in_the_question_scopes_an_ambiguous_name(shop: GraphStore) -> No
     assert symbols(related) == {"shop.cart.Cart.add", "shop.cart.Gift.save"}
 
 
-def test_an_ambiguous_name_returns_the_candidates(shop: GraphStore) -> None:
+def test_a_relation_of_an_ambiguous_name_is_answered_for_each_symbol(shop: GraphStore) -> None:
     summary, related = ask(shop, "who calls `validate`?")
+    assert summary.node.get_content().startswith("`validate` matches 2 symbols")
+    assert "the callers of each follow" in summary.node.get_content()
+    texts = [r.node.get_content() for r in related]
+    # Model.save calls self.validate(); Item.validate is called by nothing, and says so.
+    assert any("`shop.base.Model.validate` is called by 1 function" in t for t in texts)
+    assert "shop.base.Model.save" in symbols(related)
+    assert any("`shop.cart.Item.validate` is called by no functions" in t for t in texts)
+
+
+def test_an_ambiguous_name_asked_for_where_it_is_returns_the_candidates(shop: GraphStore) -> None:
+    summary, related = ask(shop, "where is `validate` defined?")
     assert symbols(related) == {"shop.base.Model.validate", "shop.cart.Item.validate"}
     assert summary.node.get_content().startswith("`validate` matches 2 symbols")
     assert {r.node.metadata["kind"] for r in related} == {"method"}
