@@ -358,6 +358,8 @@ class QueryLoop:
         ]
         if route.report:
             return (yield from self._report_files(graded, state))
+        if "code" in route.memories:
+            graded = _definition_first(graded, state.question)
         if "code" in route.memories and not state.judged.by_llm:
             graded = _a_chunk_per_file(graded)
         return graded + (yield from self._more_files(graded, state))
@@ -561,6 +563,29 @@ def _why_nothing(
             return f"the question names nothing to look for, and {searched} found nothing"
         return f"nothing was found in {searched or 'any memory'}{after}"
     return f"nothing relevant was found in {searched}{after}"
+
+
+def _definition_first(nodes: Sequence[NodeWithScore], question: Question) -> list[NodeWithScore]:
+    """A question asked of one name ("what does Client.send do?", `Question.asked_of`) answered
+    by that name's definition first, scored as the best: the passages that mention the name
+    most may rank above it, but what it is and does is where it is defined."""
+    name = (question.asked_of or "").replace("::", ".")
+    if not name:
+        return list(nodes)
+
+    def defines(node: NodeWithScore) -> bool:
+        meta = node.node.metadata
+        symbol = str(meta.get("symbol") or "")
+        ours = meta.get("kind") not in ("relation", "summary")
+        return ours and (symbol == name or symbol.endswith("." + name))
+
+    first = [n for n in nodes if defines(n)]
+    if not first:
+        return list(nodes)
+    best = max(n.score or 0.0 for n in nodes)
+    return [NodeWithScore(node=n.node, score=best) for n in first] + [
+        n for n in nodes if not defines(n)
+    ]
 
 
 def _a_chunk_per_file(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:

@@ -1,0 +1,82 @@
+"""Derive questions asked of one name from the code: "what does Class.method do?", gold the file
+that defines it. Four per checkout, drawn (seed 38) among the public methods of source files
+(no tests, docs, examples or benchmarks) whose `Class.method` is defined once and whose name
+other source files write at least three times: the passages that mention it compete with its
+definition.
+
+    python benchmarks/derive_asked_of.py --repos-dir DIR owner/name=CHECKOUT ... > SET.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+ASIDE = ("/test", "/doc", "/example", "/bench")
+
+
+def methods(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """Each public method of more than two statements, as (class, method, path); and the texts."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "*.py"], capture_output=True, text=True
+    ).stdout.split("\0")
+    texts = {
+        p: (root / p).read_text(errors="replace")
+        for p in listed
+        if p and not any(a in "/" + p for a in ASIDE) and (root / p).is_file()
+    }
+    found = []
+    for path, text in texts.items():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for cls in (c for c in tree.body if isinstance(c, ast.ClassDef)):
+            for f in cls.body:
+                public = not getattr(f, "name", "_").startswith("_")
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and public:
+                    found.extend([(cls.name, f.name, path)] if len(f.body) > 2 else [])
+    return found, texts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repos-dir", type=Path, required=True)
+    parser.add_argument("--per-checkout", type=int, default=4)
+    parser.add_argument("checkouts", nargs="+", help="owner/name=CHECKOUT_FOLDER")
+    args = parser.parse_args()
+    rng = random.Random(38)
+    for pair in args.checkouts:
+        repo, folder = pair.split("=", 1)
+        root = args.repos_dir / folder
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        found, texts = methods(root)
+        once = Counter(f"{c}.{m}" for c, m, _ in found)
+        pool = [
+            (c, m, p)
+            for c, m, p in found
+            if once[f"{c}.{m}"] == 1 and sum(q != p and m in t for q, t in texts.items()) >= 3
+        ]
+        for cls, method, path in rng.sample(pool, min(args.per_checkout, len(pool))):
+            name = f"{cls}.{method}"
+            row = {
+                "id": f"asked-{folder.split('@')[0]}-{name}",
+                "repo": repo,
+                "base_commit": commit,
+                "question": f"what does {name} do?",
+                "kind": "named",
+                "about_tests": False,
+                "gold": {"files": [path]},
+            }
+            print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""A question asked of one name ("what does Client.send do?") is answered by that name's
+definition first, though other passages mention the name more often."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.gitrepo import GitRepo
+
+from arela_index.index import ArelaIndex
+
+CLIENT = '''"""The client."""
+
+
+class Client:
+    def send(self, request):
+        """Write the request to the connection and read its response."""
+        self.connection.write(request)
+        return self.connection.read()
+
+    def get(self, url):
+        """Send a GET request for `url`."""
+        request = ("GET", url)
+        return self.send(request)
+
+    def close(self):
+        self.connection.close()
+'''
+# A guide to sending, whose every line says "send" and "client": by its words it is the best
+# match for the question, and not what `Client.send` is.
+AUTH = '''"""Authentication flows.
+
+An auth flow wraps Client.send: the client sends the request, the flow reads the response and
+may send the request again with credentials. Client.send is called once per step, so a flow
+that sends twice makes the client send two requests.
+"""
+
+
+class Auth:
+    def flow(self, client, request):
+        """Yield requests for the client to send; each is sent with Client.send."""
+        response = yield request
+        if response.status == 401:
+            yield self.with_credentials(request)
+'''
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
+    repo = GitRepo(tmp_path_factory.mktemp("asked-of") / "net")
+    files = {"net/__init__.py": "", "net/client.py": CLIENT, "net/auth.py": AUTH}
+    repo.commit(files, "a client and its auth flows")
+    root = Path(repo.root)
+    return ArelaIndex.from_repo(
+        root, persist_dir=str(root / ".arela"), offline=True, show_progress=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "symbol"),
+    [
+        ("what does Client.send do?", "net.client.Client.send"),
+        ("what does `send` do?", "net.client.Client.send"),
+    ],
+)
+def test_the_name_asked_of_is_answered_by_its_definition_first(
+    index: ArelaIndex, question: str, symbol: str
+) -> None:
+    sources = index.as_query_engine().query(question).source_nodes
+    first = sources[0].node.metadata
+    assert (first["symbol"], first["file_path"]) == (symbol, "net/client.py")
+    assert sources[0].score == max(s.score or 0.0 for s in sources)
+    assert "net/auth.py" in {s.node.metadata["file_path"] for s in sources}
