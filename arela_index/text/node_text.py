@@ -68,8 +68,9 @@ class NodeText:
 
 @lru_cache(maxsize=65536)
 def _run(run: str) -> tuple[frozenset[str], frozenset[str]]:
-    """A run's tokens and their stems: a repository repeats its names, so each is read once."""
-    tokens = tokenize(run)
+    """A run's tokens and their stems: a repository repeats its names, so each is read once.
+    Stopwords are tokens too: `Cookies.get` and `Reporter.out` are named by one."""
+    tokens = tokenize(run, keep_stopwords=True)
     return frozenset(tokens), frozenset(stem(tokens))
 
 
