@@ -189,9 +189,11 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
             # "class Function" names a class, whatever else the word means.
             named = word[:1].isupper() and _said_kind(question.text, word) is not None
             if word.lower() not in _QUESTION_WORDS or named:
-                add(Entity(word, *store.find(word, fuzzy=fuzzy_words and fuzzy)))
+                add(
+                    _in_package(Entity(word, *store.find(word, fuzzy=fuzzy_words and fuzzy)), store)
+                )
             elif word.lower() in slotted:
-                add(Entity(word, *store.find(word, fuzzy=False)))
+                add(_in_package(Entity(word, *store.find(word, fuzzy=False)), store))
     lowered = question.text.lower()
 
     def position(entity: Entity) -> int:
@@ -200,6 +202,14 @@ def entities_of(question: Question, store: GraphStore, fuzzy_words: bool = False
 
     found.sort(key=position)
     return found
+
+
+def _in_package(entity: Entity, store: GraphStore) -> Entity:
+    """A plain word's candidates less those of tests, examples, docs and benchmarks: "hook" in
+    "which hook is called when a test fails?" is the package's hooks, not a test's helper
+    method of that name."""
+    kept = [c for c in entity.candidates if not _aside(c, store)]
+    return Entity(entity.mention, kept, entity.how)
 
 
 def narrow(entity: Entity, relation: str, store: GraphStore, question: str = "") -> Entity:
@@ -213,7 +223,7 @@ def narrow(entity: Entity, relation: str, store: GraphStore, question: str = "")
     last = entity.mention.replace("::", ".").rpartition(".")[2]
     for best in (
         lambda c: c.rpartition(".")[2] == last,
-        lambda c: not _ASIDE.search("/" + str((store.symbol(c) or {}).get("path", ""))),
+        lambda c: not _aside(c, store),
     ):
         kept = _fewer(kept, best)
     return Entity(entity.mention, kept, entity.how)
@@ -240,6 +250,12 @@ def _fewer(candidates: list[str], best: Callable[[str], bool]) -> list[str]:
 # Where code lives that is not the repository's own API: a name defined there and in the
 # package too means the package's.
 _ASIDE = re.compile(r"/(?:tests?|testing|spec|__tests__|examples?|docs?|bench(?:marks?)?)/", re.I)
+
+
+def _aside(qualname: str, store: GraphStore) -> bool:
+    return bool(_ASIDE.search("/" + str((store.symbol(qualname) or {}).get("path", ""))))
+
+
 # The words that give a name its kind ("class Function"), and the kinds of symbol each says.
 _KIND_WORDS = {
     word: kinds

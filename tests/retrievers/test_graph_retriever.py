@@ -439,3 +439,20 @@ def test_classes_implementing_an_interface_from_outside_the_repository(tmp_path:
     store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
     _, related = ask(store, "which classes implement Serializable?")
     assert symbols(related) == {"shop.Point", "shop.Order"}
+
+
+def test_a_plain_word_names_the_packages_code_not_a_tests_helper(tmp_path: Path) -> None:
+    """ "which hook runs when a job fails?" names no code: its word "hook" is the package's
+    hooks (`run_failure_hooks`), not the helper a test happens to call `hook`."""
+    files = {
+        "app/__init__.py": "",
+        "app/jobs.py": "def run_failure_hooks(job):\n    for h in job.hooks:\n        h(job)\n",
+        "tests/test_jobs.py": (
+            "from app.jobs import run_failure_hooks\n\n\n"
+            "def hook(job):\n    job.seen = True\n\n\n"
+            "def test_hooks_run():\n    run_failure_hooks(type('J', (), {'hooks': [hook]}))\n"
+        ),
+    }
+    store = build_graph(GitRepo(tmp_path / "repo"), files, tmp_path / "graph")
+    found = CodeGraphRetriever(store).retrieve("which hook runs when a job fails?")
+    assert not any(str(n.node.metadata.get("file_path")).startswith("tests/") for n in found)
