@@ -358,9 +358,9 @@ class ArelaSelector(BaseSelector):
         # "who broke parse_cron?" is a symptom that asks for history: history answers it.
         symptom = draft.reading.symptom and TEMPORAL not in route.intent_names
         # The graph answers a relation between symbols it finds by name. Asked where code is
-        # defined without a name ("where is the CSR conversion implemented?"), it has only
-        # English words, which the code's text holds and its names seldom do; a relation
-        # ("which modules import the config module?") is the graph's to answer.
+        # defined, or of nothing in particular, without a name ("where is the CSR conversion
+        # implemented?"), it has only English words, which the code's text holds and its names
+        # seldom do; a relation ("which modules import the config module?") is the graph's.
         nameless = (
             any(PRIMARY_MEMORY.get(i) == "graph" for i in route.intent_names)
             and not draft.entities.names_code
@@ -370,7 +370,7 @@ class ArelaSelector(BaseSelector):
         if draft.reading.long or symptom:
             note = draft.reading.note
         elif nameless:
-            note = "asks where code is without naming it: the code memory reads it too"
+            note = "names no code: the graph finds symbols by name, so the code memory reads it too"
         else:
             return
         best = draft.intents.best_of((FACTUAL, CONCEPTUAL, PROCEDURAL))
