@@ -34,6 +34,14 @@ _ASKED_OF_CODE = re.compile(
     rf"|where\s+(?:is|are)\s+{_NAME}\s+(?:defined|declared|implemented|called|used)",
     re.IGNORECASE,
 )
+# "What is X?" asks of people and things as often as of code ("what is Kubernetes?"): it is
+# asked of code when X is written as code, an identifier English never writes (`AsyncClient`,
+# `url_for`, `Client.send`).
+_WHAT_IS = re.compile(
+    rf"what\s+(?:is|are)\s+(?:the\s+|an?\s+)?{_NAME}(?:\s+(?:class|function|method|module|for))?",
+    re.IGNORECASE,
+)
+_CODE_SHAPED = re.compile(r"[_.]|[a-z][A-Z]")
 
 # A name given as an example of what is asked about, not the thing asked about.
 _EXAMPLE = re.compile(
@@ -343,6 +351,14 @@ def asked_of_code(question: str) -> str | None:
     >>> asked_of_code("What does mean do?"), asked_of_code("who calls `Option.get`?")
     ('mean', 'Option.get')
     >>> asked_of_code("who calls the shots?")
+    >>> asked_of_code("what is AsyncClient?"), asked_of_code("what is Kubernetes?")
+    ('AsyncClient', None)
     """
-    found = _ASKED_OF_CODE.fullmatch(question.strip().rstrip("?!. "))
-    return next((g for g in found.groups() if g), None) if found else None
+    asked = question.strip().rstrip("?!. ")
+    found = _ASKED_OF_CODE.fullmatch(asked)
+    if found:
+        return next((g for g in found.groups() if g), None)
+    what = _WHAT_IS.fullmatch(asked)
+    if what is None or not (_CODE_SHAPED.search(what.group(1)) or "`" in what.group(0)):
+        return None
+    return what.group(1)

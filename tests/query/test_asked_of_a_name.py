@@ -62,6 +62,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
     [
         ("what does Client.send do?", "net.client.Client.send"),
         ("what does `send` do?", "net.client.Client.send"),
+        # "What is X?" is asked of code when X is written as code.
+        ("what is Client.send?", "net.client.Client.send"),
         # A name that is an English stopword is a name still, which its definition mentions.
         ("what does Client.get do?", "net.client.Client.get"),
     ],
