@@ -2,7 +2,8 @@
 that defines it. Four per checkout, drawn (seed 38) among the public methods of source files
 (no tests, docs, examples or benchmarks) whose `Class.method` is defined once and whose name
 other source files write at least three times: the passages that mention it compete with its
-definition.
+definition. With `--classes`: "what is Class?", of the classes holding such methods whose name
+is camel case.
 
     python benchmarks/derive_asked_of.py --repos-dir DIR owner/name=CHECKOUT ... > SET.jsonl
 """
@@ -13,11 +14,13 @@ import argparse
 import ast
 import json
 import random
+import re
 import subprocess
 from collections import Counter
 from pathlib import Path
 
 ASIDE = ("/test", "/doc", "/example", "/bench")
+CAMEL = re.compile(r"[a-z][A-Z]")
 
 
 def methods(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
@@ -48,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos-dir", type=Path, required=True)
     parser.add_argument("--per-checkout", type=int, default=4)
+    parser.add_argument("--classes", action="store_true", help='"what is Class?" instead')
     parser.add_argument("checkouts", nargs="+", help="owner/name=CHECKOUT_FOLDER")
     args = parser.parse_args()
     rng = random.Random(38)
@@ -58,6 +62,8 @@ def main() -> None:
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
         found, texts = methods(root)
+        if args.classes:
+            found = list({c: ("", c, p) for c, _, p in found if CAMEL.search(c)}.values())
         once = Counter(f"{c}.{m}" for c, m, _ in found)
         pool = [
             (c, m, p)
@@ -65,12 +71,13 @@ def main() -> None:
             if once[f"{c}.{m}"] == 1 and sum(q != p and m in t for q, t in texts.items()) >= 3
         ]
         for cls, method, path in rng.sample(pool, min(args.per_checkout, len(pool))):
-            name = f"{cls}.{method}"
+            name = method if args.classes else f"{cls}.{method}"
+            question = f"what is {name}?" if args.classes else f"what does {name} do?"
             row = {
                 "id": f"asked-{folder.split('@')[0]}-{name}",
                 "repo": repo,
                 "base_commit": commit,
-                "question": f"what does {name} do?",
+                "question": question,
                 "kind": "named",
                 "about_tests": False,
                 "gold": {"files": [path]},
