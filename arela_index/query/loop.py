@@ -359,8 +359,10 @@ class QueryLoop:
         if route.report:
             return (yield from self._report_files(graded, state))
         if "code" in route.memories:
-            graded = _definition_first(graded, state.question)
-        if "code" in route.memories and not state.judged.by_llm:
+            graded = _definition_first(graded, _asked_of(state.question, route))
+        # A comparison's two sides often share a file (`Cookies` and `Headers` in one module):
+        # each side's passages stay.
+        if "code" in route.memories and not state.judged.by_llm and not route.compared:
             graded = _a_chunk_per_file(graded)
         return graded + (yield from self._more_files(graded, state))
 
@@ -565,19 +567,25 @@ def _why_nothing(
     return f"nothing relevant was found in {searched}{after}"
 
 
-def _definition_first(nodes: Sequence[NodeWithScore], question: Question) -> list[NodeWithScore]:
-    """A question asked of one name ("what does Client.send do?", `Question.asked_of`) answered
-    by that name's definition first, scored as the best: the passages that mention the name
-    most may rank above it, but what it is and does is where it is defined."""
-    name = (question.asked_of or "").replace("::", ".")
-    if not name:
+def _asked_of(question: Question, route: Route) -> list[str]:
+    """The names a question is asked of: the one of a question asked of code, or those a
+    comparison compares."""
+    names = [question.asked_of] if question.asked_of else list(route.compared)
+    return [n.strip("`").replace("::", ".") for n in names]
+
+
+def _definition_first(nodes: Sequence[NodeWithScore], names: Sequence[str]) -> list[NodeWithScore]:
+    """A question asked of names ("what does Client.send do?", "how does Cookies differ from
+    Headers?") answered by their definitions first, scored as the best: the passages that
+    mention a name most may rank above it, but what it is and does is where it is defined."""
+    if not names:
         return list(nodes)
 
     def defines(node: NodeWithScore) -> bool:
         meta = node.node.metadata
         symbol = str(meta.get("symbol") or "")
         ours = meta.get("kind") not in ("relation", "summary")
-        return ours and (symbol == name or symbol.endswith("." + name))
+        return ours and any(symbol == n or symbol.endswith("." + n) for n in names)
 
     first = [n for n in nodes if defines(n)]
     if not first:

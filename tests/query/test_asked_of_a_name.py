@@ -1,5 +1,5 @@
-"""A question asked of one name ("what does Client.send do?") is answered by that name's
-definition first, though other passages mention the name more often."""
+"""A question asked of one name ("what does Client.send do?"), or comparing two, is answered by
+the definitions first, though other passages mention the names more often."""
 
 from __future__ import annotations
 
@@ -46,10 +46,34 @@ class Auth:
 '''
 
 
+# Two classes of one module, compared: each side's passages are the answer.
+MODELS = '''"""Request parts."""
+
+
+class Headers:
+    """Case-insensitive header fields, in order, repeated fields kept."""
+
+    def __init__(self, fields):
+        self.fields = list(fields)
+
+
+class Cookies:
+    """Cookies by name, set from responses and sent with requests."""
+
+    def __init__(self, jar):
+        self.jar = dict(jar)
+'''
+
+
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
     repo = GitRepo(tmp_path_factory.mktemp("asked-of") / "net")
-    files = {"net/__init__.py": "", "net/client.py": CLIENT, "net/auth.py": AUTH}
+    files = {
+        "net/__init__.py": "",
+        "net/client.py": CLIENT,
+        "net/auth.py": AUTH,
+        "net/models.py": MODELS,
+    }
     repo.commit(files, "a client and its auth flows")
     root = Path(repo.root)
     return ArelaIndex.from_repo(
@@ -76,3 +100,9 @@ def test_the_name_asked_of_is_answered_by_its_definition_first(
     assert (first["symbol"], first["file_path"]) == (symbol, "net/client.py")
     assert sources[0].score == max(s.score or 0.0 for s in sources)
     assert "net/auth.py" in {s.node.metadata["file_path"] for s in sources}
+
+
+def test_a_comparison_of_two_classes_of_one_file_cites_both(index: ArelaIndex) -> None:
+    sources = index.as_query_engine().query("how does Cookies differ from Headers?").source_nodes
+    symbols = [str(s.node.metadata.get("symbol")) for s in sources]
+    assert {"net.models.Cookies", "net.models.Headers"} <= set(symbols[:2])
