@@ -3,7 +3,8 @@ that defines it. Four per checkout, drawn (seed 38) among the public methods of 
 (no tests, docs, examples or benchmarks) whose `Class.method` is defined once and whose name
 other source files write at least three times: the passages that mention it compete with its
 definition. With `--classes`: "what is Class?", of the classes holding such methods whose name
-is camel case.
+is camel case; with `--pairs`: "how does A differ from B?" of two such classes of one checkout,
+gold both files.
 
     python benchmarks/derive_asked_of.py --repos-dir DIR owner/name=CHECKOUT ... > SET.jsonl
 """
@@ -52,6 +53,7 @@ def main() -> None:
     parser.add_argument("--repos-dir", type=Path, required=True)
     parser.add_argument("--per-checkout", type=int, default=4)
     parser.add_argument("--classes", action="store_true", help='"what is Class?" instead')
+    parser.add_argument("--pairs", action="store_true", help='"how does A differ from B?"')
     parser.add_argument("checkouts", nargs="+", help="owner/name=CHECKOUT_FOLDER")
     args = parser.parse_args()
     rng = random.Random(38)
@@ -62,7 +64,7 @@ def main() -> None:
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
         found, texts = methods(root)
-        if args.classes:
+        if args.classes or args.pairs:
             found = list({c: ("", c, p) for c, _, p in found if CAMEL.search(c)}.values())
         once = Counter(f"{c}.{m}" for c, m, _ in found)
         pool = [
@@ -70,6 +72,20 @@ def main() -> None:
             for c, m, p in found
             if once[f"{c}.{m}"] == 1 and sum(q != p and m in t for q, t in texts.items()) >= 3
         ]
+        if args.pairs:
+            drawn = rng.sample(pool, min(2 * args.per_checkout, len(pool) // 2 * 2))
+            for (_, a, a_path), (_, b, b_path) in zip(drawn[::2], drawn[1::2], strict=True):
+                row = {
+                    "id": f"pair-{folder.split('@')[0]}-{a}-{b}",
+                    "repo": repo,
+                    "base_commit": commit,
+                    "question": f"how does {a} differ from {b}?",
+                    "kind": "named",
+                    "about_tests": False,
+                    "gold": {"files": sorted({a_path, b_path})},
+                }
+                print(json.dumps(row))
+            continue
         for cls, method, path in rng.sample(pool, min(args.per_checkout, len(pool))):
             name = method if args.classes else f"{cls}.{method}"
             question = f"what is {name}?" if args.classes else f"what does {name} do?"
