@@ -362,7 +362,8 @@ class QueryLoop:
             graded = _definition_first(graded, _asked_of(state.question, route))
         # A comparison's two sides often share a file (`Cookies` and `Headers` in one module):
         # each side's passages stay.
-        if "code" in route.memories and not state.judged.by_llm and not route.compared:
+        compares = bool(route.compared) and not state.question.shape.long
+        if "code" in route.memories and not state.judged.by_llm and not compares:
             graded = _a_chunk_per_file(graded)
         return graded + (yield from self._more_files(graded, state))
 
@@ -568,10 +569,14 @@ def _why_nothing(
 
 
 def _asked_of(question: Question, route: Route) -> list[str]:
-    """The names a question is asked of: the one of a question asked of code, or those a
-    comparison compares."""
-    names = [question.asked_of] if question.asked_of else list(route.compared)
-    return [n.strip("`").replace("::", ".") for n in names]
+    """The names a question is asked of: the one of a question asked of code, or those a short
+    question compares (a long one, an issue's text, compares in passing: "SyncByteStream (or
+    AsyncByteStream)")."""
+    if question.asked_of:
+        return [question.asked_of.replace("::", ".")]
+    if question.shape.long:
+        return []
+    return [n.strip("`").replace("::", ".") for n in route.compared]
 
 
 def _definition_first(nodes: Sequence[NodeWithScore], names: Sequence[str]) -> list[NodeWithScore]:
