@@ -358,12 +358,13 @@ class QueryLoop:
         ]
         if route.report:
             return (yield from self._report_files(graded, state))
+        compared = _compared(state.question, route)
         if "code" in route.memories:
-            graded = _definition_first(graded, _asked_of(state.question, route))
+            asked_of = state.question.asked_of
+            graded = _definition_first(graded, [asked_of] if asked_of else compared)
         # A comparison's two sides often share a file (`Cookies` and `Headers` in one module):
         # each side's passages stay.
-        compares = bool(route.compared) and not state.question.shape.long
-        if "code" in route.memories and not state.judged.by_llm and not compares:
+        if "code" in route.memories and not state.judged.by_llm and not compared:
             graded = _a_chunk_per_file(graded)
         return graded + (yield from self._more_files(graded, state))
 
@@ -568,21 +569,17 @@ def _why_nothing(
     return f"nothing relevant was found in {searched}{after}"
 
 
-def _asked_of(question: Question, route: Route) -> list[str]:
-    """The names a question is asked of: the one of a question asked of code, or those a short
-    question compares (a long one, an issue's text, compares in passing: "SyncByteStream (or
-    AsyncByteStream)")."""
-    if question.asked_of:
-        return [question.asked_of.replace("::", ".")]
-    if question.shape.long:
-        return []
-    return [n.strip("`").replace("::", ".") for n in route.compared]
+def _compared(question: Question, route: Route) -> list[str]:
+    """The names a short question compares (a long one, an issue's text, compares in passing:
+    "SyncByteStream (or AsyncByteStream)")."""
+    return [] if question.shape.long else [n.strip("`") for n in route.compared]
 
 
 def _definition_first(nodes: Sequence[NodeWithScore], names: Sequence[str]) -> list[NodeWithScore]:
     """A question asked of names ("what does Client.send do?", "how does Cookies differ from
     Headers?") answered by their definitions first, scored as the best: the passages that
     mention a name most may rank above it, but what it is and does is where it is defined."""
+    names = [n.replace("::", ".") for n in names]
     if not names:
         return list(nodes)
 
