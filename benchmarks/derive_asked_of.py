@@ -65,8 +65,9 @@ def main() -> None:
         ).stdout.strip()
         found, texts = methods(root)
         if args.classes or args.pairs:
-            found = list({c: ("", c, p) for c, _, p in found if CAMEL.search(c)}.values())
-        once = Counter(f"{c}.{m}" for c, m, _ in found)
+            # Each camel-case class once per file that defines it, asked of by its name alone.
+            found = list(dict.fromkeys(("", c, p) for c, _, p in found if CAMEL.search(c)))
+        once = Counter(f"{c}.{m}" for c, m, _ in found)  # defined once: the name is the symbol
         pool = [
             (c, m, p)
             for c, m, p in found
