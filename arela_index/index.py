@@ -314,6 +314,7 @@ class ArelaIndex:
             paths=self.manifest.files.keys(),
             authors=self._authors(),
             project=self.root.name,
+            inherits=self._inherited,
         )
 
     def _symbol_names(self) -> list[str]:
@@ -326,6 +327,17 @@ class ArelaIndex:
             if names is not None:
                 return names
         return list(self.graph.symbol_names())
+
+    def _inherited(self, classes: list[str], member: str) -> list[str]:
+        """The `member` each class inherits, by the graph memory's bases (its table alone until
+        the graph is read)."""
+        from arela_index.stores.graph import table_inherited
+
+        if "graph" not in self.available_memories():
+            return []
+        if "graph" not in self._stores and self._graph_table is not None:
+            return table_inherited(self._graph_table, classes, member)
+        return list(self.graph.inherited(classes, member))
 
     def _authors(self) -> list[str]:
         """The history's authors, from its authors file until the history itself is read."""

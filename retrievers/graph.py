@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -53,6 +53,20 @@ class _Answer:
     note: str = ""
     total: int = 0  # what the note counts, to say how many were left out
     ordered: bool = False  # keep the links' order (a path) instead of ranking them
+
+
+def _inherited(answer: _Answer, entities: Sequence[Entity]) -> _Answer:
+    """The answer, saying so when its subject is what the name asked of inherits: asked of
+    `Client.build_request`, it answers for `BaseClient.build_request`."""
+    mention = next(
+        (e.mention for e in entities if e.how == "inherited" and answer.subject in e.candidates),
+        None,
+    )
+    if mention is None:
+        return answer
+    base = _display(answer.subject.rpartition(".")[0])
+    note = f"`{mention}` is inherited from `{base}`. {answer.note}"
+    return replace(answer, note=note)
 
 
 def _plural(n: int, word: str, many: str | None = None) -> str:
@@ -142,7 +156,7 @@ class CodeGraphRetriever(MemoryRetriever):
             answers = [
                 a if a.links or a.subject not in named else self._none_found(a) for a in answers
             ]
-        answers = [a for a in answers if a.links]
+        answers = [_inherited(a, entities) for a in answers if a.links]
         if not answers:
             return []
         share = max(1, min(self.fanout, self.top_k - len(answers)) // len(answers))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from arela_index.text.question import Question
 
 # How well the graph's `find` matched a name, best first.
-_MATCHES = ("exact", "case", "suffix", "external", "closest")
+_MATCHES = ("exact", "case", "suffix", "inherited", "external", "closest")
 
 
 @dataclass(frozen=True)

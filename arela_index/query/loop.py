@@ -361,7 +361,10 @@ class QueryLoop:
         compared = _compared(state.question, route)
         if "code" in route.memories:
             asked_of = state.question.asked_of
-            graded = _definition_first(graded, [asked_of] if asked_of else compared)
+            # `Dataset.all` is defined where a base of `Dataset` defines `all`.
+            vocabulary = self.rewriter.vocabulary
+            inherited = vocabulary.inherited(asked_of) if asked_of and vocabulary else []
+            graded = _definition_first(graded, [asked_of, *inherited] if asked_of else compared)
         # A comparison's two sides often share a file (`Cookies` and `Headers` in one module):
         # each side's passages stay.
         if "code" in route.memories and not state.judged.by_llm and not compared:

@@ -275,10 +275,12 @@ class GraphStore:
 
     # -- finding symbols ---------------------------------------------------------------------
 
-    def find(self, name: str, fuzzy: bool = True) -> tuple[list[str], str]:
-        """Symbols a name may mean, and how they were found: exact, case, suffix, closest, external.
+    def find(self, name: str, fuzzy: bool = True, inherit: bool = True) -> tuple[list[str], str]:
+        """Symbols a name may mean, and how they were found: exact, case, suffix, inherited,
+        external, closest.
 
         More than one result means the name is ambiguous; the caller shows the candidates.
+        `inherit`: a class's member may be one its bases define (its class is found without).
         """
         name = name.strip().strip("`").removesuffix("()").replace("::", ".").replace("#", ".")
         if not name:
@@ -296,6 +298,11 @@ class GraphStore:
             return sorted(self._by_lower[lower]), "case"
         if tails:
             return sorted(exact_case or tails), "suffix"
+        head, _, member = name.rpartition(".")
+        classes = self.find(head, fuzzy=False, inherit=False)[0] if head and inherit else []
+        inherited = self.inherited(classes, member) if classes else []
+        if inherited:
+            return inherited, "inherited"
         # A name spelled as an outside one ends (`MiddlewareInterface`, imported from
         # `Psr.Http.Server`) means it, before a symbol spelled only like it.
         outside = self._externals_ending(name)
@@ -305,6 +312,10 @@ class GraphStore:
         if close:
             return close, "closest"
         return [], "none"
+
+    def inherited(self, classes: Iterable[str], member: str) -> list[str]:
+        """The `member` each of `classes` inherits (`table_inherited`)."""
+        return table_inherited(self._table, classes, member)
 
     def _externals_ending(self, name: str) -> list[str]:
         named = self._table.externals_ending(name.rpartition(".")[2])
@@ -543,6 +554,32 @@ def _most_shared(shared: Counter[str], most: int = 50, ties: int = 500) -> list[
         return [name for name, _ in ranked]
     floor = ranked[most - 1][1]
     return [name for name, count in ranked[:ties] if count >= floor]
+
+
+def table_inherited(table: GraphTable, classes: Iterable[str], member: str) -> list[str]:
+    """The `member` each of `classes` inherits (`Dataset.all`, which its base
+    `DatasetAggregations` defines), from the graph's table alone: the nearest base defining it,
+    breadth first and in the order the bases are written, as a lookup through the bases finds
+    it (`member` is not looked up on the classes themselves: a name they define resolves as is).
+    """
+    found: list[str] = []
+    for cls in classes:
+        if (table.node(cls) or {}).get("kind") not in CLASS_KINDS:
+            continue
+        seen, frontier, hit = {cls}, [cls], None
+        while frontier and hit is None:
+            ahead = []
+            for current in frontier:
+                for base, _, _ in table.links(current, "inherits", incoming=False):
+                    if base not in seen:
+                        seen.add(base)
+                        ahead.append(base)
+                        kind = (table.node(f"{base}.{member}") or {}).get("kind", "external")
+                        hit = hit or (f"{base}.{member}" if kind != "external" else None)
+            frontier = ahead
+        if hit is not None and hit not in found:
+            found.append(hit)
+    return found
 
 
 def table_caller_files(table: GraphTable, qualnames: Iterable[str]) -> dict[str, set[str]]:

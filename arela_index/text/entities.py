@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
@@ -148,7 +148,9 @@ class Found:
 
 class Vocabulary:
     """The names the memories know: qualified symbols, file paths, commit authors, and the
-    project's own name (its folder's).
+    project's own name (its folder's); `inherits(classes, member)`, when given, says which
+    symbols are the `member` the classes inherit (the graph's bases), for `Class.member`
+    written of a member only a base defines.
 
     >>> v = Vocabulary(symbols=["click.core.Option", "click.core.Option.get_default"], paths=["src/click/core.py"])
     >>> found = v.find("What does Option.get_default return in core.py?")
@@ -162,8 +164,11 @@ class Vocabulary:
         paths: Iterable[str] = (),
         authors: Iterable[str] = (),
         project: str = "",
+        inherits: Callable[[list[str], str], list[str]] | None = None,
     ) -> None:
         self.symbols = sorted(set(symbols))
+        self._inherits = inherits
+        self._inherited: dict[str, list[str]] = {}
         self.paths = sorted(set(paths))
         self.authors = sorted(set(authors))
         self.project = project
@@ -231,13 +236,36 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.symbols) + len(self.paths)
 
-    def symbols_named(self, name: str) -> list[str]:
-        """Qualified symbols whose name, or dotted tail, is `name` (case-insensitive)."""
+    def symbols_named(self, name: str, inherit: bool = True) -> list[str]:
+        """Qualified symbols whose name, or dotted tail, is `name` (case-insensitive); with
+        `inherit`, a class's member its bases define (`inherited`)."""
         tail = name.lower().removesuffix("()")
         named = self._by_last.get(tail.rpartition(".")[2], ())
         if "." not in tail:
             return list(named)
-        return [q for q in named if (low := q.lower()) == tail or low.endswith("." + tail)]
+        found = [q for q in named if (low := q.lower()) == tail or low.endswith("." + tail)]
+        return found or (self.inherited(name) if inherit else [])
+
+    def inherited(self, name: str) -> list[str]:
+        """The symbols `Class.member` means when only a base of the class defines the member.
+
+        >>> bases = {"q.Job": ["q.Base"]}
+        >>> v = Vocabulary(symbols=["q.Job", "q.Base", "q.Base.run"],
+        ...                inherits=lambda cs, m: [f"{b}.{m}" for c in cs for b in bases.get(c, [])])
+        >>> v.symbols_named("Job.run"), v.inherited("Job.stop")
+        (['q.Base.run'], [])
+        """
+        head, _, member = name.removesuffix("()").rpartition(".")
+        # Only a member some symbol is named, of a class the repository has: a dotted name
+        # no symbol ends in (`os.path.join`, `self.assertEqual`) asks nothing of the graph.
+        if not head or self._inherits is None or member.lower() not in self._by_last:
+            return []
+        if name not in self._inherited:
+            classes = self.symbols_named(head, inherit=False)
+            known = self._by_last[member.lower()]
+            found = self._inherits(classes, member) if classes else []
+            self._inherited[name] = [q for q in found if q in known]
+        return self._inherited[name]
 
     def paths_named(self, path: str) -> list[str]:
         return list(self._by_path_suffix.get(path_key(path), ()))

@@ -64,6 +64,20 @@ class Cookies:
         self.jar = dict(jar)
 '''
 
+# A subclass that inherits `send`: asked of `PooledClient.send`, the answer is `Client.send`.
+POOL = '''"""Pooled clients."""
+
+from net.client import Client
+
+
+class PooledClient(Client):
+    """A client whose requests are sent over pooled connections, to send many requests."""
+
+    def acquire(self):
+        """A connection of the pool, to send the next request over."""
+        return self.pool.pop()
+'''
+
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
@@ -73,6 +87,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
         "net/client.py": CLIENT,
         "net/auth.py": AUTH,
         "net/models.py": MODELS,
+        "net/pool.py": POOL,
     }
     repo.commit(files, "a client and its auth flows")
     root = Path(repo.root)
@@ -90,6 +105,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
         ("what is Client.send?", "net.client.Client.send"),
         # A name that is an English stopword is a name still, which its definition mentions.
         ("what does Client.get do?", "net.client.Client.get"),
+        # A method the class inherits is defined in its base.
+        ("what does PooledClient.send do?", "net.client.Client.send"),
     ],
 )
 def test_the_name_asked_of_is_answered_by_its_definition_first(
@@ -106,3 +123,12 @@ def test_a_comparison_of_two_classes_of_one_file_cites_both(index: ArelaIndex) -
     sources = index.as_query_engine().query("how does Cookies differ from Headers?").source_nodes
     symbols = [str(s.node.metadata.get("symbol")) for s in sources]
     assert {"net.models.Cookies", "net.models.Headers"} <= set(symbols[:2])
+
+
+def test_a_relation_of_an_inherited_method_is_the_base_method_s(index: ArelaIndex) -> None:
+    sources = index.as_retriever().retrieve("who calls PooledClient.send?")
+    notes = [s.node.get_content() for s in sources if s.node.metadata.get("kind") == "summary"]
+    assert any(
+        n.startswith("`PooledClient.send` is inherited from `net.client.Client`.") for n in notes
+    )
+    assert "net.client.Client.get" in {s.node.metadata.get("symbol") for s in sources}
