@@ -4,7 +4,9 @@ that defines it. Four per checkout, drawn (seed 38) among the public methods of 
 other source files write at least three times: the passages that mention it compete with its
 definition. With `--classes`: "what is Class?", of the classes holding such methods whose name
 is camel case; with `--pairs`: "how does A differ from B?" of two such classes of one checkout,
-gold both files.
+gold both files; with `--inherited`: "what does Class.method do?" of a public method a class
+inherits from a base class the repository defines once (the only one of its bases that defines
+it), gold the base's file.
 
     python benchmarks/derive_asked_of.py --repos-dir DIR owner/name=CHECKOUT ... > SET.jsonl
 """
@@ -18,6 +20,7 @@ import random
 import re
 import subprocess
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 ASIDE = ("/test", "/doc", "/example", "/bench")
@@ -35,17 +38,45 @@ def methods(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
         if p and not any(a in "/" + p for a in ASIDE) and (root / p).is_file()
     }
     found = []
+    for path, cls in classes_of(texts):
+        for f in cls.body:
+            public = not getattr(f, "name", "_").startswith("_")
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and public:
+                found.extend([(cls.name, f.name, path)] if len(f.body) > 2 else [])
+    return found, texts
+
+
+def classes_of(texts: dict[str, str]) -> Iterator[tuple[str, ast.ClassDef]]:
+    """Each module-level class of the files that parse, with its file's path."""
     for path, text in texts.items():
         try:
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        for cls in (c for c in tree.body if isinstance(c, ast.ClassDef)):
-            for f in cls.body:
-                public = not getattr(f, "name", "_").startswith("_")
-                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and public:
-                    found.extend([(cls.name, f.name, path)] if len(f.body) > 2 else [])
-    return found, texts
+        yield from ((path, c) for c in tree.body if isinstance(c, ast.ClassDef))
+
+
+def inherited(texts: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(class, method, the base's path) for each public method of more than two statements a
+    class defined once inherits, unchanged, from the one base (defined once) that defines it."""
+    classes: dict[str, list[tuple[str, list[str], dict[str, int]]]] = {}
+    for path, cls in classes_of(texts):
+        bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases]
+        defs = {
+            f.name: len(f.body)
+            for f in cls.body
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        classes.setdefault(cls.name, []).append((path, bases, defs))
+    found = []
+    for name, [(_, bases, defs)] in ((n, d) for n, d in classes.items() if len(d) == 1):
+        known = [classes[b][0] for b in bases if len(classes.get(b, ())) == 1]
+        for base_path, _, base_defs in known:
+            for method, size in base_defs.items():
+                others = sum(method in other for _, _, other in known)
+                if not method.startswith("_") and size > 2 and method not in defs and others == 1:
+                    found.append((name, method, base_path))
+    return found
 
 
 def main() -> None:
@@ -54,6 +85,7 @@ def main() -> None:
     parser.add_argument("--per-checkout", type=int, default=4)
     parser.add_argument("--classes", action="store_true", help='"what is Class?" instead')
     parser.add_argument("--pairs", action="store_true", help='"how does A differ from B?"')
+    parser.add_argument("--inherited", action="store_true", help="a method a class inherits")
     parser.add_argument("checkouts", nargs="+", help="owner/name=CHECKOUT_FOLDER")
     args = parser.parse_args()
     rng = random.Random(38)
@@ -64,6 +96,8 @@ def main() -> None:
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
         found, texts = methods(root)
+        if args.inherited:
+            found = inherited(texts)
         if args.classes or args.pairs:
             # Each camel-case class once per file that defines it, asked of by its name alone.
             found = list(dict.fromkeys(("", c, p) for c, _, p in found if CAMEL.search(c)))
@@ -71,7 +105,8 @@ def main() -> None:
         pool = [
             (c, m, p)
             for c, m, p in found
-            if once[f"{c}.{m}"] == 1 and sum(q != p and m in t for q, t in texts.items()) >= 3
+            if once[f"{c}.{m}"] == 1
+            and (args.inherited or sum(q != p and m in t for q, t in texts.items()) >= 3)
         ]
         if args.pairs:
             drawn = rng.sample(pool, min(2 * args.per_checkout, len(pool) // 2 * 2))
@@ -91,7 +126,7 @@ def main() -> None:
             name = method if args.classes else f"{cls}.{method}"
             question = f"what is {name}?" if args.classes else f"what does {name} do?"
             row = {
-                "id": f"asked-{folder.split('@')[0]}-{name}",
+                "id": f"{'inherited' if args.inherited else 'asked'}-{folder.split('@')[0]}-{name}",
                 "repo": repo,
                 "base_commit": commit,
                 "question": question,
