@@ -252,13 +252,16 @@ class Vocabulary:
         >>> bases = {"q.Job": ["q.Base"]}
         >>> v = Vocabulary(symbols=["q.Job", "q.Base", "q.Base.run"],
         ...                inherits=lambda cs, m: [f"{b}.{m}" for c in cs for b in bases.get(c, [])])
-        >>> v.symbols_named("Job.run"), v.inherited("Job.stop")
-        (['q.Base.run'], [])
+        >>> v.symbols_named("Job.run"), v.inherited("Job.stop"), v.inherited("Base.run")
+        (['q.Base.run'], [], [])
         """
         head, _, member = name.removesuffix("()").rpartition(".")
         # Only a member some symbol is named, of a class the repository has: a dotted name
-        # no symbol ends in (`os.path.join`, `self.assertEqual`) asks nothing of the graph.
+        # no symbol ends in (`os.path.join`, `self.assertEqual`) asks nothing of the graph. A
+        # member the class defines itself overrides its bases'.
         if not head or self._inherits is None or member.lower() not in self._by_last:
+            return []
+        if self.symbols_named(name, inherit=False):
             return []
         if name not in self._inherited:
             classes = self.symbols_named(head, inherit=False)

@@ -76,6 +76,12 @@ class PooledClient(Client):
     def acquire(self):
         """A connection of the pool, to send the next request over."""
         return self.pool.pop()
+
+    def close(self):
+        """Close every pooled connection, then the client's own."""
+        for connection in self.pool:
+            connection.close()
+        super().close()
 '''
 
 
@@ -132,3 +138,11 @@ def test_a_relation_of_an_inherited_method_is_the_base_method_s(index: ArelaInde
         n.startswith("`PooledClient.send` is inherited from `net.client.Client`.") for n in notes
     )
     assert "net.client.Client.get" in {s.node.metadata.get("symbol") for s in sources}
+
+
+def test_a_method_the_class_overrides_is_its_own(index: ArelaIndex) -> None:
+    sources = index.as_query_engine().query("what does PooledClient.close do?").source_nodes
+    assert sources[0].node.metadata["symbol"] == "net.pool.PooledClient.close"
+    # Not also its base's, which the answer would rank first beside it.
+    assert index.vocabulary.inherited("PooledClient.close") == []
+    assert index.vocabulary.inherited("PooledClient.send") == ["net.client.Client.send"]
