@@ -455,6 +455,7 @@ class ArelaIndex:
             top_k=self._top_k(top_k),
             callers=self._caller_files,
             neighbours=self._neighbour_files,
+            definitions=self._definitions,
         )
 
     def _caller_files(self, symbols: list[str]) -> dict[str, set[str]]:
@@ -470,6 +471,29 @@ class ArelaIndex:
         from arela_index.stores.graph import GraphStore, table_neighbour_files
 
         return self._by_graph(symbols, table_neighbour_files, GraphStore.neighbour_files)
+
+    def _definitions(self, name: str, at_most: int) -> list[tuple[str, int]]:
+        """Where the classes and functions `name` names are defined (path, first line), when
+        at most `at_most` are: by the vocabulary's names, then the graph memory's nodes (its
+        table alone until the graph is read)."""
+        from arela_index.parsing.symbols import CALLABLE_KINDS, CLASS_KINDS
+
+        last = name.removesuffix("()").rpartition(".")[2]
+        symbols = [s for s in self.vocabulary.symbols_named(name) if s.rpartition(".")[2] == last]
+        if not 0 < len(symbols) <= at_most or "graph" not in self.available_memories():
+            return []
+        if "graph" in self._stores or self._graph_table is None:
+            nodes = [self.graph.symbol(s) for s in symbols]
+        else:
+            nodes = [self._graph_table.node(s) for s in symbols]
+        return [
+            (str(n["path"]), int(n["start_line"]))
+            for n in nodes
+            if n
+            and n.get("kind") in CLASS_KINDS | CALLABLE_KINDS
+            and n.get("path")
+            and n.get("start_line")
+        ]
 
     def _by_graph(
         self,

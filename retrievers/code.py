@@ -18,7 +18,7 @@ from arela_index.policy.model import PolicyTable
 from arela_index.retrievers.memory import MemoryRetriever
 from arela_index.stores.bm25_flat import bm25_idf
 from arela_index.stores.code import CodeStore, embedding_failure
-from arela_index.stores.code_search import RRF_K, Callers, chunk_terms, fuse
+from arela_index.stores.code_search import RRF_K, Callers, Definitions, chunk_terms, fuse
 from arela_index.stores.vectors import describe_store
 from arela_index.text.question import Question
 from arela_index.text.shape import Reading, read_question
@@ -107,8 +107,9 @@ class CodeMemoryRetriever(MemoryRetriever):
     chunk ranked first by both the sparse and the dense ranking scores 1.0, first by one of two
     0.5. The embedder must be the model that made the store's vectors. `callers` (the graph
     memory's `caller_files`) lets a question about tests rank the tests that call the code it
-    describes, and `neighbours` (its `neighbour_files`) a question that ranks source first rank
-    the files calling or called by the code it matches.
+    describes, `neighbours` (its `neighbour_files`) a question that ranks source first rank
+    the files calling or called by the code it matches, and `definitions` (where the graph says
+    a name's symbols are defined) a question rank the definitions of the names it writes.
 
     >>> retriever = CodeMemoryRetriever(CodeStore.load(path), top_k=5)  # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]  # doctest: +SKIP
@@ -124,6 +125,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         callback_manager: CallbackManager | None = None,
         callers: Callers | None = None,
         neighbours: Callers | None = None,
+        definitions: Definitions | None = None,
     ) -> None:
         super().__init__(callback_manager)
         if top_k < 1:
@@ -131,6 +133,7 @@ class CodeMemoryRetriever(MemoryRetriever):
         self._store = store
         self._callers = callers
         self._neighbours = neighbours
+        self._definitions = definitions
         self.top_k = top_k
         self.failures: list[str] = []
         self._candidates = max(candidates, top_k)
@@ -207,7 +210,14 @@ class CodeMemoryRetriever(MemoryRetriever):
         )
         callers = self._callers if about_tests else None
         return self._search.rank(
-            question, candidates, source_first, about_tests, callers, self._neighbours, shape.title
+            question,
+            candidates,
+            source_first,
+            about_tests,
+            callers,
+            self._neighbours,
+            shape.title,
+            self._definitions,
         )
 
     def _held(self, question: str, positions: Sequence[int]) -> list[float]:

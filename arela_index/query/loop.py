@@ -364,7 +364,10 @@ class QueryLoop:
             # `Dataset.all` is defined where a base of `Dataset` defines `all`.
             vocabulary = self.rewriter.vocabulary
             inherited = vocabulary.inherited(asked_of) if asked_of and vocabulary else []
-            graded = _definition_first(graded, [asked_of, *inherited] if asked_of else compared)
+            named = [asked_of, *inherited] if asked_of else compared
+            # A model that judged a definition irrelevant read it: its verdict stands.
+            pool = () if state.judged.by_llm else state.pool
+            graded = _definition_first(graded, named, pool)
         # A comparison's two sides often share a file (`Cookies` and `Headers` in one module):
         # each side's passages stay.
         if "code" in route.memories and not state.judged.by_llm and not compared:
@@ -578,23 +581,37 @@ def _compared(question: Question, route: Route) -> list[str]:
     return [] if question.shape.long else [n.strip("`") for n in route.compared]
 
 
-def _definition_first(nodes: Sequence[NodeWithScore], names: Sequence[str]) -> list[NodeWithScore]:
+def _definition_first(
+    nodes: Sequence[NodeWithScore], names: Sequence[str], pool: Sequence[NodeWithScore] = ()
+) -> list[NodeWithScore]:
     """A question asked of names ("what does Client.send do?", "how does Cookies differ from
     Headers?") answered by their definitions first, scored as the best: the passages that
-    mention a name most may rank above it, but what it is and does is where it is defined."""
+    mention a name most may rank above it, but what it is and does is where it is defined. A
+    name no kept node defines takes its first definition in the `pool` (what was retrieved and
+    no model judged): grading reads a definition against the whole question, of which it holds
+    one side."""
     names = [n.replace("::", ".") for n in names]
     if not names:
         return list(nodes)
 
-    def defines(node: NodeWithScore) -> bool:
+    def defines(node: NodeWithScore, among: Sequence[str] = names) -> bool:
         meta = node.node.metadata
         symbol = str(meta.get("symbol") or "")
         ours = meta.get("kind") not in ("relation", "summary")
-        return ours and any(symbol == n or symbol.endswith("." + n) for n in names)
+        return ours and any(symbol == n or symbol.endswith("." + n) for n in among)
 
     first = [n for n in nodes if defines(n)]
+    for name in names:
+        found = next((n for n in pool if defines(n, [name])), None)
+        if found is not None and not any(defines(n, [name]) for n in first):
+            first.append(found)
     if not first:
         return list(nodes)
+    # One source per symbol: the graph's whole class and the code's chunk of its head are one.
+    by_symbol: dict[str, NodeWithScore] = {}
+    for node in first:
+        by_symbol.setdefault(str(node.node.metadata.get("symbol")), node)
+    first = list(by_symbol.values())
     best = max(n.score or 0.0 for n in nodes)
     return [NodeWithScore(node=n.node, score=best) for n in first] + [
         n for n in nodes if not defines(n)

@@ -1,5 +1,6 @@
-"""A question asked of one name ("what does Client.send do?"), or comparing two, is answered by
-the definitions first, though other passages mention the names more often."""
+"""A question asked of one name ("what does Client.send do?", or a method its class inherits),
+or comparing two, is answered by the definitions first, though other passages mention the names
+more often."""
 
 from __future__ import annotations
 
@@ -85,9 +86,75 @@ class PooledClient(Client):
 '''
 
 
+# Two clients of two modules, compared: "Client" is a word every test of the first writes.
+BLOCKING = '''"""Blocking requests."""
+
+
+class Client:
+    """Sends requests one at a time and waits for each response."""
+
+    def get(self, url):
+        return self.send(("GET", url))
+
+    def send(self, request):
+        self.connection.write(request)
+        return self.connection.read()
+'''
+ASYNCHRONOUS = '''"""The asynchronous client."""
+
+
+class AsyncClient:
+    """Sends requests concurrently from an event loop, awaiting each response."""
+
+    async def get(self, url):
+        return await self.send(("GET", url))
+
+    async def send(self, request):
+        await self.connection.write(request)
+        return await self.connection.read()
+'''
+# Each test module writes "Client" and "client" over and over: by its words, the tests are the
+# best match for the name alone, and none of them is what `Client` is.
+CLIENT_TESTS = {
+    f"tests/test_client_{topic}.py": "from net.client import Client\n"
+    + "".join(
+        f"""
+
+def test_client_{topic}_{n}():
+    client = Client()
+    client.connection = FakeConnection("{topic}", {n})
+    response = client.get("/client/{topic}/{n}")
+    assert response == client.send(("GET", "/client/{topic}/{n}"))
+    assert client.connection.sent == [("GET", "/client/{topic}/{n}")] * 2
+"""
+        for n in range(6)
+    )
+    for topic in (
+        "get",
+        "send",
+        "errors",
+        "redirects",
+        "cookies",
+        "headers",
+        "auth",
+        "proxies",
+        "timeouts",
+        "streams",
+    )
+}
+
+
+def _indexed(folder: Path, files: dict[str, str]) -> ArelaIndex:
+    repo = GitRepo(folder / "net")
+    repo.commit(files, "clients")
+    root = Path(repo.root)
+    return ArelaIndex.from_repo(
+        root, persist_dir=str(root / ".arela"), offline=True, show_progress=False
+    )
+
+
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
-    repo = GitRepo(tmp_path_factory.mktemp("asked-of") / "net")
     files = {
         "net/__init__.py": "",
         "net/client.py": CLIENT,
@@ -95,11 +162,13 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
         "net/models.py": MODELS,
         "net/pool.py": POOL,
     }
-    repo.commit(files, "a client and its auth flows")
-    root = Path(repo.root)
-    return ArelaIndex.from_repo(
-        root, persist_dir=str(root / ".arela"), offline=True, show_progress=False
-    )
+    return _indexed(tmp_path_factory.mktemp("asked-of"), files)
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory: pytest.TempPathFactory) -> ArelaIndex:
+    files = {"net/__init__.py": "", "net/client.py": BLOCKING, "net/aio.py": ASYNCHRONOUS}
+    return _indexed(tmp_path_factory.mktemp("compared"), {**files, **CLIENT_TESTS})
 
 
 @pytest.mark.parametrize(
@@ -146,3 +215,18 @@ def test_a_method_the_class_overrides_is_its_own(index: ArelaIndex) -> None:
     # Not also its base's, which the answer would rank first beside it.
     assert index.vocabulary.inherited("PooledClient.close") == []
     assert index.vocabulary.inherited("PooledClient.send") == ["net.client.Client.send"]
+
+
+def test_a_name_alone_is_answered_by_its_definition_first(clients: ArelaIndex) -> None:
+    found = clients.code_retriever().retrieve("Client")
+    assert found[0].node.metadata["symbol"] == "net.client.Client"
+
+
+def test_a_comparison_of_named_classes_leads_with_both_definitions(clients: ArelaIndex) -> None:
+    sources = (
+        clients.as_query_engine().query("how does Client differ from AsyncClient?").source_nodes
+    )
+    first = {str(s.node.metadata.get("symbol")): s.score for s in sources[:2]}
+    assert set(first) == {"net.client.Client", "net.aio.AsyncClient"}
+    # Each side's definition scored as the best answer: each is what its side is.
+    assert len(set(first.values())) == 1
