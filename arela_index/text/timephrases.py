@@ -28,7 +28,7 @@ _MONTHS = {
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "fifty": 50,
-    "hundred": 100,
+    "hundred": 100, "couple": 2,
 }  # fmt: skip
 _UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
@@ -38,6 +38,7 @@ _MONTH = (
 )
 _NUM = r"(?:\d{1,4}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r")"
 _UNIT = r"(?:day|week|month|year)s?"
+_OF = r"\s+(?:of\s+)?"  # "the last couple of weeks"
 # A calendar period: a day, a month or a year, written several common ways.
 _DATE = (
     r"(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"
@@ -59,7 +60,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     for kind, pattern in [
         ("between", rf"\b(?:between|from)\s+(?P<a>{_DATE}){_TO}(?P<b>{_DATE})\b"),
         ("between_tags", rf"\b(?:between|from)\s+{_TAG_A}{_TO}{_TAG_B}"),
-        ("commits", rf"\b(?:in\s+)?{_LAST}(?P<n>{_NUM})\s+commits?\b"),
+        ("commits", rf"\b(?:in\s+)?{_LAST}(?P<n>{_NUM}){_OF}commits?\b"),
         # the count first: "the 5 newest commits", "the three most recent commits"
         ("commits", rf"\b(?:the\s+)?(?P<n>{_NUM})\s+{_LAST}commits?\b"),
         # "the last commit" is the newest one ("the last commit message" is no commit).
@@ -70,9 +71,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
         (
             "rolling",
-            rf"\b(?:(?:in|during|over|within)\s+)?{_LAST}(?P<n>{_NUM})\s+(?P<unit>{_UNIT})\b",
+            rf"\b(?:(?:in|during|over|within)\s+)?{_LAST}(?P<n>{_NUM}){_OF}(?P<unit>{_UNIT})\b",
         ),
-        ("ago", rf"\b(?P<n>{_NUM})\s+(?P<unit>{_UNIT})\s+ago\b"),
+        ("ago", rf"\b(?P<n>{_NUM}){_OF}(?P<unit>{_UNIT})\s+ago\b"),
         ("since", rf"\b(?P<prep>since|after|from|starting)\s+(?P<a>{_DATE})\b"),
         ("until", rf"\b{_BEFORE}(?P<a>{_DATE})\b"),
         ("since_tag", rf"\b(?P<prep>since|after)\s+{_TAG_A}"),
@@ -82,13 +83,14 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             "during",
             rf"\b(?:(?:in|during|on|for|of)\s+)?(?:the\s+(?:month\s+of|year)\s+)?(?P<a>{_DATE})\b",
         ),
-        # "recently", "the latest changes", "the commits that are newest", "what's new": no
-        # bounds, the newest commits; tried last, so that a phrase with bounds beside it wins
-        # ("what changed recently, since v1.0?", "what's new in 8.3?").
+        # "recently", "the latest changes", "the commits that are newest", "what's new", "the
+        # last few weeks" (a count no one gave): no bounds, the newest commits; tried last, so
+        # that a phrase with bounds beside it wins ("what changed recently, since v1.0?").
         (
             "recent",
             r"\b(?:recently|lately|(?:recent|latest|newest|most\s+recent|last|new)\s+"
             r"(?:changes|commits|work|activity|updates|(?:commit\s+)?history)\b"
+            rf"|{_LAST}(?:few|several)\s+(?:{_UNIT}|commits?|changes)\b"
             r"|(?:changes|commits)\s+(?:that\s+)?(?:are|were)\s+(?:the\s+)?"
             r"(?:latest|newest|most\s+recent)\b|what(?:['’]s|\s+is)\s+new\b)",
         ),

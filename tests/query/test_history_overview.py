@@ -78,6 +78,9 @@ def commits(nodes: list[NodeWithScore]) -> list[str]:
         "what new changes have been made?",
         "which commits are the newest?",
         "what's new in the repo?",
+        # a count no one gave
+        "what changed in the last few weeks?",
+        "show me the last few commits",
     ],
 )
 def test_what_changed_recently_is_the_newest_commits(history: History, question: str) -> None:

@@ -112,6 +112,15 @@ def test_recently_is_the_newest_commits_without_bounds() -> None:
         w = _window(question, REF)
         assert w is not None and w.open and "the newest commits" in w.text, question
         assert w.newest(8).last_commits == 8 and "the newest 8 commits" in w.newest(8).text
+    # A count no one gave ("few", "several") bounds nothing either; "a couple" is two.
+    for question in ("what changed in the last few weeks?", "show me the last several commits"):
+        w = _window(question, REF)
+        assert w is not None and w.open, question
+    couple = _window("what changed over the past couple of weeks?", REF)
+    assert couple is not None and couple.start is not None and couple.end is not None
+    assert (couple.end - couple.start).days == 14
+    two = _window("show me the last couple of commits", REF)
+    assert two is not None and two.last_commits == 2
     bounded = _window("what changed recently, since v1.0?", REF, TAGS)
     assert bounded is not None and not bounded.open and bounded.phrase == "since v1.0"
 
