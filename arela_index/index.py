@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from arela_index.retrievers.code import CodeMemoryRetriever
     from arela_index.retrievers.graph import CodeGraphRetriever
     from arela_index.selectors.arela_selector import ArelaSelector
-    from arela_index.stores.graph import GraphStore
     from arela_index.stores.graph_table import GraphTable
 
 
@@ -329,15 +328,11 @@ class ArelaIndex:
         return list(self.graph.symbol_names())
 
     def _inherited(self, classes: list[str], member: str) -> list[str]:
-        """The `member` each class inherits, by the graph memory's bases (its table alone until
-        the graph is read)."""
+        """The `member` each class inherits, by the graph memory's bases."""
         from arela_index.stores.graph import table_inherited
 
-        if "graph" not in self.available_memories():
-            return []
-        if "graph" not in self._stores and self._graph_table is not None:
-            return table_inherited(self._graph_table, classes, member)
-        return list(self.graph.inherited(classes, member))
+        table = self._graph_rows()
+        return table_inherited(table, classes, member) if table is not None else []
 
     def _authors(self) -> list[str]:
         """The history's authors, from its authors file until the history itself is read."""
@@ -460,17 +455,18 @@ class ArelaIndex:
 
     def _caller_files(self, symbols: list[str]) -> dict[str, set[str]]:
         """The files calling each of `symbols`, by the graph memory (none without one): a
-        question about tests ranks the tests that call the code it describes. Until the graph
-        is read, its table alone answers (checked against the manifest by itself)."""
-        from arela_index.stores.graph import GraphStore, table_caller_files
+        question about tests ranks the tests that call the code it describes."""
+        from arela_index.stores.graph import table_caller_files
 
-        return self._by_graph(symbols, table_caller_files, GraphStore.caller_files)
+        table = self._graph_rows()
+        return table_caller_files(table, symbols) if table is not None else {}
 
     def _neighbour_files(self, symbols: list[str]) -> dict[str, set[str]]:
         """The files calling or called by each of `symbols`, as `_caller_files` reads them."""
-        from arela_index.stores.graph import GraphStore, table_neighbour_files
+        from arela_index.stores.graph import table_neighbour_files
 
-        return self._by_graph(symbols, table_neighbour_files, GraphStore.neighbour_files)
+        table = self._graph_rows()
+        return table_neighbour_files(table, symbols) if table is not None else {}
 
     def _definitions(self, name: str, at_most: int) -> list[tuple[str, int]]:
         """Where the classes and functions `name` names are defined (path, first line), when
@@ -480,12 +476,8 @@ class ArelaIndex:
 
         last = name.removesuffix("()").rpartition(".")[2]
         symbols = [s for s in self.vocabulary.symbols_named(name) if s.rpartition(".")[2] == last]
-        if not 0 < len(symbols) <= at_most or "graph" not in self.available_memories():
-            return []
-        if "graph" in self._stores or self._graph_table is None:
-            nodes = [self.graph.symbol(s) for s in symbols]
-        else:
-            nodes = [self._graph_table.node(s) for s in symbols]
+        table = self._graph_rows() if 0 < len(symbols) <= at_most else None
+        nodes = [table.node(s) for s in symbols] if table is not None else []
         return [
             (str(n["path"]), int(n["start_line"]))
             for n in nodes
@@ -495,17 +487,15 @@ class ArelaIndex:
             and n.get("start_line")
         ]
 
-    def _by_graph(
-        self,
-        symbols: list[str],
-        by_table: Callable[[GraphTable, list[str]], dict[str, set[str]]],
-        by_store: Callable[[GraphStore, list[str]], dict[str, set[str]]],
-    ) -> dict[str, set[str]]:
+    def _graph_rows(self) -> GraphTable | None:
+        """The graph memory's table, which the questions of other memories read (None without a
+        graph): until the graph is read, its table opened alone (checked against the manifest
+        by itself)."""
         if "graph" not in self.available_memories():
-            return {}
+            return None
         if "graph" not in self._stores and self._graph_table is not None:
-            return by_table(self._graph_table, symbols)
-        return by_store(self.graph, symbols)
+            return self._graph_table
+        return self.graph.table
 
     @cached_property
     def _graph_table(self) -> GraphTable | None:

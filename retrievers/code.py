@@ -106,10 +106,10 @@ class CodeMemoryRetriever(MemoryRetriever):
     Without an embedder (offline, no static model) it is sparse only. Scores are in [0, 1]: a
     chunk ranked first by both the sparse and the dense ranking scores 1.0, first by one of two
     0.5. The embedder must be the model that made the store's vectors. `callers` (the graph
-    memory's `caller_files`) lets a question about tests rank the tests that call the code it
-    describes, `neighbours` (its `neighbour_files`) a question that ranks source first rank
-    the files calling or called by the code it matches, and `definitions` (where the graph says
-    a name's symbols are defined) a question rank the definitions of the names it writes.
+    memory's `table_caller_files`) lets a question about tests rank the tests that call the code
+    it describes, `neighbours` (its `table_neighbour_files`) a question that ranks source first
+    rank the files calling or called by the code it matches, and `definitions` (where the graph
+    says a name's symbols are defined) a question that is a name alone lead with its definition.
 
     >>> retriever = CodeMemoryRetriever(CodeStore.load(path), top_k=5)  # doctest: +SKIP
     >>> [n.metadata["symbol"] for n in retriever.retrieve("parse config file")]  # doctest: +SKIP

@@ -109,7 +109,7 @@ _TEST_PATH = re.compile(
 )
 
 
-# The files whose code calls each of some symbols (the graph memory's `caller_files`).
+# The files whose code calls each of some symbols (the graph's `table_caller_files`).
 Callers = Callable[[list[str]], Mapping[str, set[str]]]
 # Where the symbols a name names are defined, as (path, line), when at most `DEFINED_AT` are.
 Definitions = Callable[[str, int], list[tuple[str, int]]]

@@ -81,7 +81,8 @@ class GraphStore:
         self._index()
 
     @property
-    def _table(self) -> GraphTable:
+    def table(self) -> GraphTable:
+        """Its table: each symbol's row and each edge, read by the query."""
         assert self._rows is not None, "a refresh's previous graph answers no question"
         return self._rows
 
@@ -89,17 +90,17 @@ class GraphStore:
     def graph(self) -> nx.MultiDiGraph:
         """The whole graph in networkx, read from its table on first use."""
         if self._graph is None:
-            self._graph = self._table.graph()
+            self._graph = self.table.graph()
         return self._graph
 
     def _node(self, qualname: str) -> dict[str, Any] | None:
-        return self._table.node(qualname)
+        return self.table.node(qualname)
 
     def _adjacent(
         self, qualname: str, relation: str, incoming: bool
     ) -> list[tuple[str, dict[str, Any], str | None]]:
         """Neighbours through `relation`, each with the edge's data and its source's file."""
-        return self._table.links(qualname, relation, incoming)
+        return self.table.links(qualname, relation, incoming)
 
     @property
     def files(self) -> dict[str, FileSymbols]:
@@ -235,7 +236,7 @@ class GraphStore:
         return not self._defined
 
     def stats(self) -> dict[str, Any]:
-        edges, nodes = self._table.edge_counts(), self._table.node_count()
+        edges, nodes = self.table.edge_counts(), self.table.node_count()
         files = self._attrs.get("files", {})
         failures = {p: f["error"] for p, f in files.items() if f.get("error")}
         crashes = sorted(p for p, error in failures.items() if error.startswith(CRASH_MARK))
@@ -300,7 +301,7 @@ class GraphStore:
             return sorted(exact_case or tails), "suffix"
         head, _, member = name.rpartition(".")
         classes = self.find(head, fuzzy=False, inherit=False)[0] if head and inherit else []
-        inherited = self.inherited(classes, member) if classes else []
+        inherited = table_inherited(self.table, classes, member) if classes else []
         if inherited:
             return inherited, "inherited"
         # A name spelled as an outside one ends (`MiddlewareInterface`, imported from
@@ -313,12 +314,8 @@ class GraphStore:
             return close, "closest"
         return [], "none"
 
-    def inherited(self, classes: Iterable[str], member: str) -> list[str]:
-        """The `member` each of `classes` inherits (`table_inherited`)."""
-        return table_inherited(self._table, classes, member)
-
     def _externals_ending(self, name: str) -> list[str]:
-        named = self._table.externals_ending(name.rpartition(".")[2])
+        named = self.table.externals_ending(name.rpartition(".")[2])
         return sorted(q for q in named if q == EXTERNAL + name or q.endswith("." + name))
 
     def _closest(self, name: str, limit: int = 5, cutoff: float = 0.8) -> list[str]:
@@ -384,15 +381,6 @@ class GraphStore:
                 if x.symbol not in seen
             ]
         return links
-
-    def caller_files(self, qualnames: Iterable[str]) -> dict[str, set[str]]:
-        """The files whose symbols call each of `qualnames` (`table_caller_files`)."""
-        return table_caller_files(self._table, qualnames)
-
-    def neighbour_files(self, qualnames: Iterable[str]) -> dict[str, set[str]]:
-        """The files of the symbols calling or called by each of `qualnames`
-        (`table_neighbour_files`)."""
-        return table_neighbour_files(self._table, qualnames)
 
     def callees(self, qualname: str) -> list[Link]:
         return self._out(qualname, "calls")
@@ -542,7 +530,7 @@ class GraphStore:
     def _calls_from(self, qualname: str) -> list[tuple[str, int | None]]:
         """What `qualname` calls in the repository: one indexed query per step of a path search
         on a table (a few hundred rows even on a large repository), not the whole graph."""
-        return self._table.calls_out(qualname)
+        return self.table.calls_out(qualname)
 
 
 def _most_shared(shared: Counter[str], most: int = 50, ties: int = 500) -> list[str]:

@@ -130,7 +130,7 @@ def test_the_table_and_the_whole_graph_name_the_same_neighbours(index: ArelaInde
         "app.signup.register": {"src/app/hashing.py"},
     }
     store = GraphStore.load(index.folder / "graph")
-    assert table_neighbour_files(store._table, symbols) == expected
+    assert table_neighbour_files(store.table, symbols) == expected
     whole = store.graph  # every row read into networkx, as tools that walk the graph do
     walked: dict[str, set[str]] = {}
     for name in symbols:
