@@ -662,7 +662,10 @@ class CodeSearch:
                     fused[chunk] *= NOT_SOURCE_WEIGHT
         ranked = sorted(fused, key=fused.__getitem__, reverse=True)
         defined = self._defined(question, definitions) if definitions is not None else []
-        return defined + [c for c in ranked if c not in set(defined)]
+        if not defined:
+            return ranked
+        first = set(defined)
+        return defined + [c for c in ranked if c not in first]
 
     def _add_title(self, fused: dict[int, float], title: str, candidates: int) -> None:
         """Add the rankings of chunks and of files by the title's terms alone to `fused`, each
