@@ -826,16 +826,14 @@ class CodeSearch:
         is called, `Client`), the chunks defining it, if at most `DEFINED_AT` symbols are so
         named; else none."""
         mentions = extract_mentions(question)
-        said = [w for w in mentions.words if w.lower() not in STOPWORDS]
-        names = [*mentions.names, *(w for w in said if w[:1].isupper())]
-        if len(names) != 1 or len(said) > (not mentions.names):
+        said = [*mentions.names, *(w for w in mentions.words if w.lower() not in STOPWORDS)]
+        if len(said) != 1 or not (mentions.names or said[0][:1].isupper()):
             return []
         found: list[int] = []
-        for name in names:
-            for path, line in definitions(name, DEFINED_AT):
-                chunk = self._chunk_at(path, line)
-                if chunk is not None and chunk not in found:
-                    found.append(chunk)
+        for path, line in definitions(said[0], DEFINED_AT):
+            chunk = self._chunk_at(path, line)
+            if chunk is not None and chunk not in found:
+                found.append(chunk)
         return found
 
     def _chunk_at(self, path: str, line: int) -> int | None:

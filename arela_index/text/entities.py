@@ -168,7 +168,6 @@ class Vocabulary:
     ) -> None:
         self.symbols = sorted(set(symbols))
         self._inherits = inherits
-        self._inherited: dict[str, list[str]] = {}
         self.paths = sorted(set(paths))
         self.authors = sorted(set(authors))
         self.project = project
@@ -261,14 +260,11 @@ class Vocabulary:
         # member the class defines itself overrides its bases'.
         if not head or self._inherits is None or member.lower() not in self._by_last:
             return []
-        if self.symbols_named(name, inherit=False):
+        classes = self.symbols_named(head, inherit=False)
+        if not classes or self.symbols_named(name, inherit=False):
             return []
-        if name not in self._inherited:
-            classes = self.symbols_named(head, inherit=False)
-            known = self._by_last[member.lower()]
-            found = self._inherits(classes, member) if classes else []
-            self._inherited[name] = [q for q in found if q in known]
-        return self._inherited[name]
+        known = self._by_last[member.lower()]
+        return [q for q in self._inherits(classes, member) if q in known]
 
     def paths_named(self, path: str) -> list[str]:
         return list(self._by_path_suffix.get(path_key(path), ()))
