@@ -81,6 +81,11 @@ def commits(nodes: list[NodeWithScore]) -> list[str]:
         # a count no one gave
         "what changed in the last few weeks?",
         "show me the last few commits",
+        # asked to be summed up, or who has been working on what
+        "recap the last few commits",
+        "summarize recent changes",
+        "catch me up on the last few weeks",
+        "what have people been working on lately?",
     ],
 )
 def test_what_changed_recently_is_the_newest_commits(history: History, question: str) -> None:
@@ -138,6 +143,8 @@ def test_the_main_contributors_to_a_file_are_its_authors_by_their_commits(
         "what happened lately with the Mars rover?",
         "who commits most often to charity marathons?",
         "what's new in iOS 18?",
+        "summarize recent changes to the tax code",
+        "recap the last few episodes of the show",
     ],
 )
 def test_the_same_words_about_something_else_are_not_about_the_repository(
