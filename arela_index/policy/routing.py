@@ -191,8 +191,8 @@ def decide_route(
     if values.get("report"):
         return Intents(((FACTUAL, 0.8),), 0.8, ("a pasted report: about what the code does",))
     if values.get("history_only"):
-        # "Who are the main contributors?", "what changed recently?": only the history holds it.
-        return Intents(((TEMPORAL, 0.9),), 0.9, ("asks the history for its authors or newest",))
+        # "Who are the main contributors?", "what changed last week?": only the history holds it.
+        return Intents(((TEMPORAL, 0.9),), 0.9, ("asks only the history: its authors or commits",))
     whole = decide_intents(models, values)
     chosen = dict(whole.chosen)
     p = dict(whole.probabilities)

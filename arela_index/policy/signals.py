@@ -106,9 +106,10 @@ def read_content(question: Question, entities: Entities) -> Content:
     of time or of English, no part of a name it writes as code, of a time it names or of a
     commit author it names (a name the history knows, whatever the code's text says). And
     whether it asks for what only the history holds, its newest commits ("what changed
-    recently?") or its authors ranked by their commits ("who are the main contributors?"), and
-    for nothing else: no code, and no word but those and the history's own (`_history_words`).
-    Then its words leave out those of that asking and those the history's search drops.
+    recently?"), those of a time it names ("recap the last 10 commits") or its authors ranked by
+    their commits ("who are the main contributors?"), and for nothing else: no code, and no word
+    but those and the history's own (`_history_words`). Then its words leave out those of that
+    asking and those the history's search drops.
 
     >>> from arela_index.policy.evidence import read_entities
     >>> read = lambda text: read_content(q := Question.read(text), read_entities(q, None))
@@ -120,6 +121,10 @@ def read_content(question: Question, entities: Entities) -> Content:
     True
     >>> read("what happened in Japan lately?").history_only
     False
+    >>> read("give me a recap of the last 10 commits").history_only
+    True
+    >>> read("what happened in Japan last week?").history_only
+    False
     """
     # The time phrases and ranked authors of the question as asked: a rewrite keeps its limits.
     limits = question.asked
@@ -128,7 +133,7 @@ def read_content(question: Question, entities: Entities) -> Content:
     )
     phrases = _history_phrases(limits)
     rest = tuple(w for w in bounded if w not in _phrase_words(phrases))
-    if not (phrases and not entities.written and set(rest) <= _history_words()):
+    if not ((phrases or _bounded(limits)) and not entities.written and set(rest) <= _history_words()):
         return Content(bounded, False)
     # Asking the history alone, the words its search drops name nothing the scope could weigh.
     return Content(tuple(w for w in rest if w not in word_lists()["audit"]), True)

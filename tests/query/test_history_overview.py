@@ -160,6 +160,7 @@ def test_the_same_words_about_something_else_are_not_about_the_repository(
         ("what were the last 7 commits?", 7),
         ("list the last 12 commits", 12),  # more than an answer holds otherwise
         ("show the 3 newest commits", 3),  # the count before the words
+        ("give me a recap of the last 4 commits", 4),  # asked to be summed up
     ],
 )
 def test_the_last_n_commits_are_all_shown_newest_first(
