@@ -133,7 +133,8 @@ def read_content(question: Question, entities: Entities) -> Content:
     )
     phrases = _history_phrases(limits)
     rest = tuple(w for w in bounded if w not in _phrase_words(phrases))
-    if not ((phrases or _bounded(limits)) and not entities.written and set(rest) <= _history_words()):
+    timed = bool(phrases or _bounded(limits))
+    if not (timed and not entities.written and set(rest) <= _history_words()):
         return Content(bounded, False)
     # Asking the history alone, the words its search drops name nothing the scope could weigh.
     return Content(tuple(w for w in rest if w not in word_lists()["audit"]), True)
