@@ -128,13 +128,11 @@ def read_content(question: Question, entities: Entities) -> Content:
     """
     # The time phrases and ranked authors of the question as asked: a rewrite keeps its limits.
     limits = question.asked
-    bounded = _words(
-        question.text, (*entities.written, *entities.authors), entities.project, _bounded(limits)
-    )
+    times = _bounded(limits)
+    bounded = _words(question.text, (*entities.written, *entities.authors), entities.project, times)
     phrases = _history_phrases(limits)
     rest = tuple(w for w in bounded if w not in _phrase_words(phrases))
-    timed = bool(phrases or _bounded(limits))
-    if not (timed and not entities.written and set(rest) <= _history_words()):
+    if not ((phrases or times) and not entities.written and set(rest) <= _history_words()):
         return Content(bounded, False)
     # Asking the history alone, the words its search drops name nothing the scope could weigh.
     return Content(tuple(w for w in rest if w not in word_lists()["audit"]), True)
