@@ -728,6 +728,7 @@ class CodeSearch:
 
     @cached_property
     def _numbers(self) -> dict[str, int]:
+        """The indexed files' positions in `paths`, by path."""
         return {path: number for number, path in enumerate(self._sparse.paths)}
 
     def test_evidence(self, question: str) -> dict[str, float]:
@@ -839,18 +840,13 @@ class CodeSearch:
     def _chunk_at(self, path: str, line: int) -> int | None:
         """The chunk of `path` holding `line` (the first of its file's chunks that end at or
         after it), if the file is indexed."""
-        number = self._file_number.get(path)
+        number = self._numbers.get(path)
         if number is None:
             return None
         for chunk in self._by_file[self._bounds[number] : self._bounds[number + 1]].tolist():
             if int(self._chunks[chunk].metadata.get("end_line") or 0) >= line:
                 return int(chunk)
         return None
-
-    @cached_property
-    def _file_number(self) -> dict[str, int]:
-        """The indexed files' positions in `paths`, by path."""
-        return {path: number for number, path in enumerate(self._sparse.paths)}
 
     @cached_property
     def _by_name(self) -> dict[str, list[int]]:
