@@ -350,7 +350,8 @@ class ArelaSelector(BaseSelector):
     @staticmethod
     def _code_too(draft: _Draft) -> None:
         """A long question, or a bug's symptom, also asks what the code does; a question for the
-        graph that names no code describes the code it asks about. Either way its likeliest
+        graph that names no code describes the code it asks about; a route the models were
+        unsure of, with no LLM answer to settle it, is a guess. Each way its likeliest
         code-reading intent joins the route, so code is searched (and graded as fit)."""
         route = draft.route
         if any(PRIMARY_MEMORY.get(i) == "code" for i in route.intent_names):
@@ -367,10 +368,21 @@ class ArelaSelector(BaseSelector):
             and not draft.entities.written
             and relation_of(route.question) in ("definition", "neighbourhood")
         )
+        # A best guess the models give less than even odds, with no LLM answer to settle it, of
+        # a question that names no code: the history and the graph look up what it names, so
+        # alone they would answer it with nothing to show, while the code memory beside them
+        # costs a search, and the grader keeps what fits.
+        guessed = (
+            route.stage != "llm"
+            and max(c for _, c in route.intents) < 0.5
+            and not (draft.entities.names_code or draft.entities.written)
+        )
         if draft.reading.long or symptom:
             note = draft.reading.note
         elif nameless:
             note = "names no code: the graph finds symbols by name, so the code memory reads it too"
+        elif guessed:
+            note = "a guess the models were unsure of: the code memory reads it too"
         else:
             return
         best = draft.intents.best_of((FACTUAL, CONCEPTUAL, PROCEDURAL))

@@ -209,6 +209,26 @@ def test_where_code_is_without_a_name_reads_the_code_too(
     assert sorted(m for m, _ in route.memories) == memories
 
 
+def test_a_guess_the_models_are_unsure_of_reads_the_code_too(
+    indexes: dict[str, ArelaIndex],
+) -> None:
+    """With "when" and "changes", the history is the best guess, at less than even odds, for a
+    question about what the code raises: with no LLM to settle it, the answer holds the code as
+    well as the commits, and the history's confident questions still read the history alone."""
+    retriever = indexes["taskq"].as_retriever()
+    nodes, route = retriever.retrieve_with_trace(
+        "which error is raised when a cron expression changes?"
+    )
+    assert route.intent_names[0] == "temporal" and route.intents[0][1] < 0.5
+    assert [m for m, _ in route.memories] == ["audit", "code"]
+    assert any(
+        n.node.metadata["memory"] == "code" and "raise ValueError" in n.node.get_content()
+        for n in nodes
+    ), [n.node.metadata.get("file_path") for n in nodes]
+    _, history = retriever.retrieve_with_trace("what changed last week?")
+    assert [m for m, _ in history.memories] == ["audit"]
+
+
 def test_a_valid_model_answer_is_used(vocabularies: dict[str, Vocabulary]) -> None:
     def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {
