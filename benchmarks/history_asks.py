@@ -8,7 +8,8 @@ last commit?", "who are the main contributors?").
         [--authors 30] [--seed 1] [--questions benchmarks/questions_history.jsonl]
 
 Prints, per checkout, what was refused (with the reason given) and the count; then the totals
-and, per question of the file, how many checkouts refused it.
+and, per question of the file, how many checkouts refused it, and how many answered it without
+reading the history (a route with no audit memory).
 """
 
 from __future__ import annotations
@@ -26,24 +27,30 @@ HERE = Path(__file__).resolve().parent
 
 def refused(
     checkout: Path, index_name: str, count: int, seed: int, questions: list[str]
-) -> tuple[int, int, list[str]]:
-    """Of `count` sampled authors' questions, how many were refused; and which of `questions`."""
+) -> tuple[int, int, list[str], list[str]]:
+    """Of `count` sampled authors' questions, how many were refused; which of `questions`; and
+    which of them were answered without the history."""
     index = ArelaIndex.load(checkout / index_name, offline=True)
     authors = sorted(index.audit.authors())
     picked = random.Random(seed).sample(authors, min(count, len(authors)))
     retriever = index.as_retriever()
 
+    elsewhere: list[str] = []
+
     def out(question: str) -> bool:
         trace = retriever.retrieve_with_trace(question)[1]
         if trace.out_of_scope:
             print(f"  refused  {question!r}: {trace.notes[-1] if trace.notes else ''}")
+        elif "audit" not in {m for m, _ in trace.memories}:
+            elsewhere.append(question)
         return trace.out_of_scope
 
     by_author = sum(out(f"what did {author} change?") for author in picked)
     plain = [q for q in questions if out(q)]
+    elsewhere = [q for q in elsewhere if q in questions]
     print(f"{checkout.name}: authors {by_author} of {len(picked)}, history {len(plain)} of "
           f"{len(questions)} refused")  # fmt: skip
-    return by_author, len(picked), plain
+    return by_author, len(picked), plain, elsewhere
 
 
 def main() -> None:
@@ -61,9 +68,13 @@ def main() -> None:
     print(f"authors: {out} of {asked} refused ({out / max(asked, 1):.1%})")
     plain = Counter(q for r in runs for q in r[2])
     total = len(questions) * len(runs)
-    print(f"history questions: {sum(plain.values())} of {total} refused")
+    other = Counter(q for r in runs for q in r[3])
+    print(
+        f"history questions: {sum(plain.values())} of {total} refused, "
+        f"{sum(other.values())} answered without the history"
+    )
     for question in questions:
-        print(f"  {plain[question]} of {len(runs)}  {question}")
+        print(f"  {plain[question]} of {len(runs)}  {other[question]} elsewhere  {question}")
 
 
 if __name__ == "__main__":
