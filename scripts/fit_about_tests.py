@@ -108,13 +108,9 @@ def main() -> None:
         "l2": L2,
         "figures": {"held_out": per, "summary": summary},
     }
-    version = hashlib.sha256(
-        json.dumps({k: m.to_dict() for k, m in models.items()}, sort_keys=True).encode()
-    ).hexdigest()[:12]
-    args.out.write_text(
-        json.dumps(PolicyTable(models, provenance, version).to_dict(), indent=1) + "\n"
-    )
-    print(f"wrote {args.out} (version {version})")
+    table = PolicyTable.versioned(models, provenance)
+    table.write(args.out)
+    print(f"wrote {args.out} (version {table.version})")
 
 
 if __name__ == "__main__":

@@ -339,13 +339,9 @@ def main() -> None:
             if name not in models:
                 models[name] = model
                 provenance[name] = before.provenance.get(name, {})
-    version = hashlib.sha256(
-        json.dumps({k: m.to_dict() for k, m in models.items()}, sort_keys=True).encode()
-    ).hexdigest()[:12]
-    table = PolicyTable(models, provenance, version)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(table.to_dict(), indent=1) + "\n")
-    print(f"wrote {args.out} (version {version})")
+    table = PolicyTable.versioned(models, provenance)
+    table.write(args.out)
+    print(f"wrote {args.out} (version {table.version})")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ the fit gave on repositories it never saw). The package reads that table and not
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -165,6 +166,16 @@ class PolicyTable:
                 f"arela-index's policy table has no {decision!r} model: reinstall arela-index "
                 "or re-fit it (scripts/fit_policy.py)"
             ) from None
+
+    @classmethod
+    def versioned(cls, models: dict[str, Logistic], provenance: dict[str, Any]) -> PolicyTable:
+        """A table whose version is the hash of its models (what a fit script writes)."""
+        fitted = json.dumps({k: m.to_dict() for k, m in models.items()}, sort_keys=True)
+        return cls(models, provenance, hashlib.sha256(fitted.encode()).hexdigest()[:12])
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
 
     def to_dict(self) -> dict[str, Any]:
         return {
