@@ -127,7 +127,8 @@ class ArelaRouterRetriever(RouterRetriever):
             route = Route((), tuple(dict.fromkeys(self._name(i) for i, _ in trace.picks)))
         self._record(trace, route)
         indexes = [i for i, _ in trace.picks]
-        nodes = yield from self.fetch_steps(indexes, question, trace, route.compared)
+        asked = route.asked or question
+        nodes = yield from self.fetch_steps(indexes, asked, trace, route.compared)
         return nodes, route, trace
 
     def fetch_steps(

@@ -23,7 +23,7 @@ from llama_index.core.tools.types import ToolMetadata
 from pydantic import ConfigDict, Field
 
 from arela_index.errors import ArelaError
-from arela_index.policy.decisions import OUT, QueryPolicy, Route, Scope
+from arela_index.policy.decisions import HISTORY_ALONE_ASKED, OUT, QueryPolicy, Route, Scope
 from arela_index.policy.evidence import Entities
 from arela_index.policy.intents import (
     COMPARATIVE,
@@ -82,6 +82,7 @@ class _Draft:
     tools: dict[str, int] | None
     started: float
     scope: Scope
+    asked: Question | None = None  # what the memories are asked (`Route.asked`)
 
 
 class ArelaSelector(BaseSelector):
@@ -187,7 +188,7 @@ class ArelaSelector(BaseSelector):
         self, question: Question, choices: Sequence[ToolMetadata | str] | None = None
     ) -> Steps[tuple[Route, Trace]]:
         """The route (what the query loop reads) and the trace that records it."""
-        draft = self._read(question, choices)
+        draft = yield from self._history_alone(self._read(question, choices), question, choices)
         if draft.route.intents:
             return self._finish(draft)
         if self._prototypes.embed_model is not None:
@@ -203,8 +204,37 @@ class ArelaSelector(BaseSelector):
         )
         return self._finish(self._heed(draft, verdict))
 
+    def _history_alone(
+        self, draft: _Draft, question: Question, choices: Sequence[ToolMetadata | str] | None
+    ) -> Steps[_Draft]:
+        """The draft of a question its words do not bring in, read again if the sentence model
+        reads it as asking the history alone (`QueryPolicy.history_alone_steps`): the history is
+        then asked for its newest commits, within the time the question names, if any."""
+        policy = self.policy
+        if policy is not self._policy_for(draft.choices, draft.tools):
+            return draft  # tools that are no memory: no history to ask
+        if not policy.may_ask_history_alone(policy.read(question), draft.scope):
+            return draft
+        with draft.route.time("meaning"):
+            history = yield from policy.history_alone_steps(policy.read(question))
+        if history is None:
+            return draft
+        again = self._read(question, choices, history)
+        again.started = draft.started
+        again.route.timings_ms.update(draft.route.timings_ms)
+        again.route.notes.append(history.why_in)
+        asked = question.rewritten if question.asked.time.found else Question.of
+        again.asked = asked(HISTORY_ALONE_ASKED)
+        return again
+
     # Stage 1: entities, scope and phrasing rules.
-    def _read(self, question: Question, choices: Sequence[ToolMetadata | str] | None) -> _Draft:
+    def _read(
+        self,
+        question: Question,
+        choices: Sequence[ToolMetadata | str] | None,
+        scope: Scope | None = None,
+    ) -> _Draft:
+        """`scope`: the policy's, when it has read more than the words (`decide_steps`)."""
         started = time.perf_counter()
         reading = question.shape
         route = Trace(question=question.text, stage="rules", report=reading.report)
@@ -215,7 +245,7 @@ class ArelaSelector(BaseSelector):
             read = policy.read(question)
             entities = read.entities
             route.entities, route.written = entities.known, entities.written
-            scope = policy.scope_by_words(read)
+            scope = scope or policy.scope_by_words(read)
             if not scope.out and metas and not self.policy.repository.size:
                 scope = policy.scope_among_tools(read, [described(m) for m in metas])
             intents = self._intents(question, reading)
@@ -321,6 +351,7 @@ class ArelaSelector(BaseSelector):
             draft.reading.report,
             scope,
             route.stage == "llm",
+            draft.asked,
         )
         return decided, route
 

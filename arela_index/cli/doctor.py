@@ -117,6 +117,7 @@ def _meaning_check(config: ArelaConfig) -> Check:
     try:
         SentenceModel(tokens=8).embed(["is it loaded?"])
         GeneralQuestions.shipped()
+        GeneralQuestions.of_history()
     except ArelaError as err:
         return Check("meaning", "fail", str(err).split(";")[0], "reinstall arela-index")
     ms = (time.perf_counter() - started) * 1000

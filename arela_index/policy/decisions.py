@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.schema import NodeWithScore
@@ -28,6 +28,7 @@ from arela_index.policy.repository import Repository
 from arela_index.policy.routing import ROUTED, Intents, decide_route, read_route
 from arela_index.policy.signals import (
     CANDIDATES,
+    HISTORY_ALONE,
     SCOPE_MEANING,
     WordReading,
     coverage,
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
     from arela_index.policy.meaning import MeaningCheck
 
 IN, OUT, UNSURE = "in", "out", "unsure"
+# What the history is asked for a question read as asking it alone: its words name nothing to
+# search for, so its newest commits, within the time the question names, if any.
+HISTORY_ALONE_ASKED = "what changed recently?"
 _READ = 64  # questions whose reading is kept: the selector, the loop and the grader share it
 
 
@@ -92,6 +96,9 @@ class Route:
     report: bool = False
     scope: Scope = field(default_factory=lambda: Scope(IN))
     by_llm: bool = False
+    # What the memories are asked, when not the question itself: a question read as asking the
+    # history alone asks it for its newest commits (`HISTORY_ALONE_ASKED`), in its own limits.
+    asked: Question | None = None
 
     @property
     def searched(self) -> bool:
@@ -240,6 +247,42 @@ class QueryPolicy:
             return Scope(IN, p, (), "meaning", closest, support)
         reasons = self._reasons(model, values, reading, like, read=closest is not None)
         return Scope(OUT, p, reasons, "meaning", closest)
+
+    def may_ask_history_alone(self, reading: PolicyReading, scope: Scope) -> bool:
+        """Whether the sentence model may read a question as asking the history alone: its
+        words do not bring it in, and it names, writes or reports nothing, no person and no
+        code-shaped name ("iOS"): the history's search answers what a question names, and a
+        name the repository lacks is something else's."""
+        entities, mentions = reading.entities, reading.question.mentions
+        return (
+            self.meaning is not None
+            and scope.verdict != IN
+            and not reading.words.history_only
+            and not (reading.shape.report or entities.written or entities.names_code)
+            and not (entities.authors or mentions.names or mentions.paths)
+        )
+
+    def history_alone_steps(self, reading: PolicyReading) -> Steps[Scope | None]:
+        """The scope of a question the sentence model reads as asking the history alone ("tldr
+        of the recent commits", "what's the latest?"), by the `history_alone` model over its
+        cosines to such questions and to general ones; None when it does not. From then on the
+        question reads as asking the history alone (`PolicyReading.words.history_only`)."""
+        assert self.meaning is not None
+        check, model = self.meaning, self.table.model("history_alone")
+        text = self.meaning_text(reading.question)
+        like, asked = yield Call(
+            lambda: check.history_likeness(text), lambda: offload(check.history_likeness, text)
+        )
+        resembles, _ = yield Call(
+            lambda: check.resemblance(text), lambda: offload(check.resemblance, text)
+        )
+        p = model.probability(dict(zip(HISTORY_ALONE, (like, resembles), strict=True)))
+        if p < model.bar:
+            return None
+        words = replace(reading.words, history_only=True)
+        self._read[reading.question.text] = replace(reading, words=words)
+        why = f'it asks the history alone, like "{asked}" ({like:.2f})'
+        return Scope(IN, p, by="meaning", support=(why,))
 
     def meaning_text(self, question: Question) -> str:
         """The question as the sentence model reads it: the project's name, near all of its

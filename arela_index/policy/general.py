@@ -1,4 +1,4 @@
-"""Questions about no repository, the yardstick for one that reads like them.
+"""Questions of one kind, the yardsticks for a question that reads like them.
 
 "How do I undo my last git commit but keep the changes?" shares its words, and much of its
 meaning, with any repository that writes about commits: its closest passage is as near as an
@@ -6,6 +6,11 @@ in-scope question's. What gives it away is that a question people ask a general 
 nearer still. `arela_index/data/general/` holds 200 of them (everyday life, homework, office
 software, programming help tied to no project), written for this project without sight of its
 evaluation sets, with their sentence-model vectors.
+
+"Tldr of the recent commits" or "what's new in the repo?" asks the history alone in words its
+lists do not hold ("tldr", "new"); `arela_index/data/history/` holds 50 questions that ask a
+repository's recent history in other words, written the same way, for the sentence model to
+compare it with (`decisions.QueryPolicy.history_alone_steps`).
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ import numpy as np
 from arela_index.errors import ArelaError
 
 DATA = Path(__file__).parent.parent / "data" / "general"
+HISTORY = DATA.parent / "history"
 
 
 @dataclass(frozen=True)
 class GeneralQuestions:
-    """Questions about no repository and their unit vectors, row for row.
+    """Questions of one kind (about no repository, unless read `of_history`) and their unit
+    vectors, row for row.
 
     >>> from arela_index.llm.sentence_model import SentenceModel
     >>> asked = SentenceModel.shared().embed(["How do I exit Vim?"])[0]
@@ -40,6 +47,11 @@ class GeneralQuestions:
         """The package's questions, with the vectors `scripts/embed_general_questions.py` wrote
         for them (embedding 200 questions at each start would cost ~0.7 s); read once."""
         return _read(DATA)
+
+    @classmethod
+    def of_history(cls) -> GeneralQuestions:
+        """The package's questions that ask a repository's recent history alone, read once."""
+        return _read(HISTORY)
 
     def closest(self, vector: np.ndarray) -> tuple[float, str]:
         """The largest cosine between `vector` (unit length) and a question, and that question."""
@@ -62,11 +74,11 @@ def _read(folder: Path) -> GeneralQuestions:
             vectors = np.load(stream).astype(np.float32)
     except (OSError, ValueError) as err:
         raise ArelaError(
-            f"arela-index's general questions are unreadable ({err}): reinstall arela-index"
+            f"arela-index's {folder.name} questions are unreadable ({err}): reinstall arela-index"
         ) from err
     if vectors.shape != (len(questions), 384):
         raise ArelaError(
-            f"arela-index's general questions do not match their vectors ({len(questions)} "
+            f"arela-index's {folder.name} questions do not match their vectors ({len(questions)} "
             f"questions, {vectors.shape[0]} vectors): reinstall arela-index"
         )
     return GeneralQuestions(questions, vectors)

@@ -116,6 +116,12 @@ class MeaningCheck:
         model = self._load()
         return GeneralQuestions.shipped().closest(self._question(model, question))
 
+    def history_likeness(self, question: str) -> tuple[float, str]:
+        """The largest cosine between the question and one that asks a repository's recent
+        history alone, and that question."""
+        model = self._load()
+        return GeneralQuestions.of_history().closest(self._question(model, question))
+
     def closest(
         self,
         question: str,

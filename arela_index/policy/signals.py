@@ -78,6 +78,10 @@ SCOPE_MEANING = (
     "resembles",
 )
 SCOPE = SCOPE_WORDS + SCOPE_MEANING
+# Whether a question its words leave out of the history asks it alone all the same ("tldr of the
+# recent commits"): its largest cosine to a question that asks a repository's recent history
+# (`general.py`), and to one people ask a general assistant.
+HISTORY_ALONE = ("like_history", "resembles")
 # Candidates the sentence model reads, at most: the sparse ranking's first (a bound on its cost).
 CANDIDATES = 8
 

@@ -7,7 +7,7 @@ indexed repositories."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -416,12 +416,17 @@ def test_what_a_model_judged_irrelevant_stays_dropped(links: Path) -> None:
     assert nodes == [] and [s["kind"] for s in trace.steps].count("abstain") == 1
 
 
-def test_the_shipped_vectors_are_the_models_vectors_of_the_shipped_questions() -> None:
-    general = GeneralQuestions.shipped()
-    fresh = SentenceModel.shared().embed(list(general.texts))
+@pytest.mark.parametrize(
+    ("shipped", "count"), [(GeneralQuestions.shipped, 200), (GeneralQuestions.of_history, 50)]
+)
+def test_the_shipped_vectors_are_the_models_vectors_of_the_shipped_questions(
+    shipped: Callable[[], GeneralQuestions], count: int
+) -> None:
+    questions = shipped()
+    fresh = SentenceModel.shared().embed(list(questions.texts))
     # float16 on disk; an edited questions.txt without `scripts/embed_general_questions.py` fails.
-    assert len(general.texts) == 200
-    assert float(np.min(np.sum(fresh * general.vectors, axis=1))) > 0.999
+    assert len(questions.texts) == count
+    assert float(np.min(np.sum(fresh * questions.vectors, axis=1))) > 0.999
 
 
 def test_a_bound_that_underrates_every_passage_still_reads_the_nearest_before_putting_out(
