@@ -213,10 +213,11 @@ class ArelaSelector(BaseSelector):
         policy = self.policy
         if policy is not self._policy_for(draft.choices, draft.tools):
             return draft  # tools that are no memory: no history to ask
-        if not policy.may_ask_history_alone(policy.read(question), draft.scope):
+        read = policy.read(question)
+        if not policy.may_ask_history_alone(read, draft.scope):
             return draft
         with draft.route.time("meaning"):
-            history = yield from policy.history_alone_steps(policy.read(question))
+            history = yield from policy.history_alone_steps(read)
         if history is None:
             return draft
         again = self._read(question, choices, history)

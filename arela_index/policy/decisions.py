@@ -113,6 +113,14 @@ class PolicyReading:
     entities: Entities
     shape: Reading
     words: WordReading
+    # The sentence model's reading that it asks the history alone, where its words did not say
+    # so (`QueryPolicy.history_alone_steps`): its scope.
+    history_alone: Scope | None = None
+
+    @property
+    def history_only(self) -> bool:
+        """It asks the history alone, by its words or by the sentence model."""
+        return self.words.history_only or self.history_alone is not None
 
 
 class QueryPolicy:
@@ -266,7 +274,9 @@ class QueryPolicy:
         """The scope of a question the sentence model reads as asking the history alone ("tldr
         of the recent commits", "what's the latest?"), by the `history_alone` model over its
         cosines to such questions and to general ones; None when it does not. From then on the
-        question reads as asking the history alone (`PolicyReading.words.history_only`)."""
+        question reads as asking the history alone (`PolicyReading.history_alone`)."""
+        if reading.history_alone is not None:  # asked again: read once
+            return reading.history_alone
         assert self.meaning is not None
         check, model = self.meaning, self.table.model("history_alone")
         text = self.meaning_text(reading.question)
@@ -279,10 +289,10 @@ class QueryPolicy:
         p = model.probability(dict(zip(HISTORY_ALONE, (like, resembles), strict=True)))
         if p < model.bar:
             return None
-        words = replace(reading.words, history_only=True)
-        self._read[reading.question.text] = replace(reading, words=words)
         why = f'it asks the history alone, like "{asked}" ({like:.2f})'
-        return Scope(IN, p, by="meaning", support=(why,))
+        scope = Scope(IN, p, by="meaning", support=(why,))
+        self._read[reading.question.text] = replace(reading, history_alone=scope)
+        return scope
 
     def meaning_text(self, question: Question) -> str:
         """The question as the sentence model reads it: the project's name, near all of its
@@ -369,12 +379,12 @@ class QueryPolicy:
         own similarity) when it joins some."""
         reading = self.read(question)
         values = read_route(
-            question, reading.entities, reading.shape, similarity, reading.words.history_only
+            question, reading.entities, reading.shape, similarity, reading.history_only
         )
         each = []
         for ask, like in asks:
             read = self.read(ask)
-            each.append(read_route(ask, read.entities, read.shape, like, read.words.history_only))
+            each.append(read_route(ask, read.entities, read.shape, like, read.history_only))
         models = {i: self.table.model(f"route_{i}") for i in ROUTED}
         return decide_route(models, values, each)
 
