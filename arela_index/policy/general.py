@@ -46,12 +46,12 @@ class GeneralQuestions:
     def shipped(cls) -> GeneralQuestions:
         """The package's questions, with the vectors `scripts/embed_general_questions.py` wrote
         for them (embedding 200 questions at each start would cost ~0.7 s); read once."""
-        return _read(DATA)
+        return _read(DATA, "general")
 
     @classmethod
     def of_history(cls) -> GeneralQuestions:
         """The package's questions that ask a repository's recent history alone, read once."""
-        return _read(HISTORY)
+        return _read(HISTORY, "history")
 
     def closest(self, vector: np.ndarray) -> tuple[float, str]:
         """The largest cosine between `vector` (unit length) and a question, and that question."""
@@ -67,18 +67,18 @@ def texts(folder: Path = DATA) -> tuple[str, ...]:
 
 
 @cache
-def _read(folder: Path) -> GeneralQuestions:
+def _read(folder: Path, kind: str) -> GeneralQuestions:
     try:
         questions = texts(folder)
         with (folder / "vectors.npy").open("rb") as stream:
             vectors = np.load(stream).astype(np.float32)
     except (OSError, ValueError) as err:
         raise ArelaError(
-            f"arela-index's {folder.name} questions are unreadable ({err}): reinstall arela-index"
+            f"arela-index's {kind} questions are unreadable ({err}): reinstall arela-index"
         ) from err
     if vectors.shape != (len(questions), 384):
         raise ArelaError(
-            f"arela-index's {folder.name} questions do not match their vectors ({len(questions)} "
+            f"arela-index's {kind} questions do not match their vectors ({len(questions)} "
             f"questions, {vectors.shape[0]} vectors): reinstall arela-index"
         )
     return GeneralQuestions(questions, vectors)

@@ -106,16 +106,19 @@ def test_a_broken_sentence_model_is_a_failure_that_says_what_to_do(
     assert code == 0 and checks["meaning"][0] == "off"
 
 
+@pytest.mark.parametrize(("folder", "kind"), [("DATA", "general"), ("HISTORY", "history")])
 def test_missing_general_questions_are_a_failure_that_says_what_to_do(
     offline_repo: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
+    folder: str,
+    kind: str,
 ) -> None:
-    monkeypatch.setattr(general, "DATA", tmp_path)
+    monkeypatch.setattr(general, folder, tmp_path)
     code, checks = doctor(capsys, "--repo", str(offline_repo), "--offline")
     assert code == 1 and checks["meaning"][0] == "fail"
-    assert "general questions are unreadable" in checks["meaning"][1]
+    assert f"{kind} questions are unreadable" in checks["meaning"][1]
     assert checks["meaning"][1].endswith("→ reinstall arela-index")
 
 
