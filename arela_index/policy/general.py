@@ -9,8 +9,8 @@ evaluation sets, with their sentence-model vectors.
 
 "Tldr of the recent commits" or "what's new in the repo?" asks the history alone in words its
 lists do not hold ("tldr", "new"); `arela_index/data/history/` holds 50 questions that ask a
-repository's recent history in other words, written the same way, for the sentence model to
-compare it with (`decisions.QueryPolicy.history_alone_steps`).
+repository's recent history in other words, none of them a question of the evaluation sets, for
+the sentence model to compare it with (`decisions.QueryPolicy.history_alone_steps`).
 """
 
 from __future__ import annotations
