@@ -3,6 +3,9 @@
     python benchmarks/policy_rows.py --repos-dir DIR --index-name NAME --out ROWS.jsonl
     python scripts/fit_policy.py ROWS.jsonl [--out arela_index/data/policy/table.json]
 
+Rows of one kind alone (`policy_rows.py --routing`) refit those models alone: the table at
+`--out` keeps the others, with their figures, and says which it kept from which version.
+
 Each model is a logistic regression (numpy, Newton's method, L2 penalty, features standardised,
 both classes weighing the same). Its bar is chosen on the training data alone, from out-of-fold
 probabilities (leave one repository out within the training repositories): for scope, the
@@ -292,6 +295,11 @@ def main() -> None:
         "scope_names": (by_kind["scope_names"], SCOPE_WORDS, scope_bar),
         "relevance": (by_kind["relevance"], RELEVANCE, relevance_bar),
     }
+    # A table already there keeps the models these rows do not refit ("--routing" rows refit
+    # the routing models alone), with their figures; another script's models stay too
+    # (scripts/fit_about_tests.py, scripts/fit_history_alone.py), with their provenance.
+    before = PolicyTable.from_dict(json.loads(args.out.read_text())) if args.out.exists() else None
+    kept = dict(before.provenance.get("figures", {})) if before else {}
     models, figures = {}, {}
     if by_kind["route"]:
         floor = choose_floor(by_kind["route"])
@@ -304,7 +312,11 @@ def main() -> None:
             print(f"  {group:32} {json.dumps(f)}")
     for name, (data, features, choose) in plans.items():
         if not data:
-            raise SystemExit(f"no {name} rows: run benchmarks/policy_rows.py (see its --help)")
+            if before is None or name not in before.models:
+                raise SystemExit(f"no {name} rows: run benchmarks/policy_rows.py (see its --help)")
+            print(name, "kept: no rows")
+            figures[name] = kept.get(name, {})
+            continue
         models[name] = fit(data, features, choose)
         per = held_out(data, features, choose)
         figures[name] = {"held_out": per, "summary": summary(per)}
@@ -327,18 +339,26 @@ def main() -> None:
         "l2": L2,
         "figures": figures,
     }
-    decision = held_out_decisions(by_kind["scope"])
-    figures["scope_decision"] = {"held_out": decision, "summary": summary(decision)}
-    print("scope_decision", json.dumps(figures["scope_decision"]["summary"]))
-    for group, f in decision.items():
-        print(f"  {group:32} {json.dumps(f)}")
-    # Models another script fits (scripts/fit_about_tests.py) stay, with their provenance.
-    if args.out.exists():
-        before = PolicyTable.from_dict(json.loads(args.out.read_text()))
-        for name, model in before.models.items():
-            if name not in models:
-                models[name] = model
-                provenance[name] = before.provenance.get(name, {})
+    if by_kind["scope"]:
+        decision = held_out_decisions(by_kind["scope"])
+        figures["scope_decision"] = {"held_out": decision, "summary": summary(decision)}
+        print("scope_decision", json.dumps(figures["scope_decision"]["summary"]))
+        for group, f in decision.items():
+            print(f"  {group:32} {json.dumps(f)}")
+    else:
+        figures["scope_decision"] = kept.get("scope_decision", {})
+    if "route" not in figures and "route" in kept:
+        figures["route"] = kept["route"]
+    for name, model in before.models.items() if before else ():
+        if name not in models:
+            models[name] = model
+            if name in before.provenance:  # another script's, with its own provenance
+                provenance[name] = before.provenance[name]
+            else:  # this script's, fitted on the rows of the table before
+                kept_from = provenance.setdefault(
+                    "kept", {"version": before.version, "rows": before.provenance.get("rows")}
+                )
+                kept_from.setdefault("models", []).append(name)
     table = PolicyTable.versioned(models, provenance)
     table.write(args.out)
     print(f"wrote {args.out} (version {table.version})")
