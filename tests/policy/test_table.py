@@ -12,7 +12,7 @@ from arela_index.errors import ArelaError
 from arela_index.llm.sentence_model import MODEL_SHA256
 from arela_index.policy.model import TABLE, Logistic, PolicyTable, fit_logistic
 from arela_index.policy.routing import ROUTED, SAYING, route_features
-from arela_index.policy.signals import RELEVANCE, SCOPE, SCOPE_WORDS
+from arela_index.policy.signals import HISTORY_ALONE, RELEVANCE, SCOPE, SCOPE_WORDS
 from arela_index.stores.code_search import TEST_EVIDENCE
 from arela_index.text.word_lists import word_lists
 
@@ -22,6 +22,7 @@ MODELS = {
     "scope_names": SCOPE_WORDS,
     "relevance": RELEVANCE,
     "about_tests": TEST_EVIDENCE,
+    "history_alone": HISTORY_ALONE,
     **{f"route_{intent}": route_features() for intent in ROUTED},
 }
 
@@ -45,6 +46,11 @@ def test_the_table_says_where_it_came_from() -> None:
     # Figures per repository, each from a model fitted without it.
     assert scope["summary"]["repositories"] == len(scope["held_out"]) >= 10
     assert all("yes_kept" in row for row in scope["held_out"].values())
+    # A model another script fits keeps its own: its sets' hashes and each set's held-out figures.
+    history = provenance["history_alone"]
+    assert history["sentence_model_sha256"] == MODEL_SHA256
+    sets = {**history["sets"], **history["other_sets"]}
+    assert {name.rsplit("/", 1)[-1] for name in sets} == set(history["figures"]["held_out_by_set"])
 
 
 def test_a_table_of_another_format_is_a_clear_error(tmp_path) -> None:
