@@ -46,21 +46,28 @@ def first_pass(index: ArelaIndex, question: str) -> tuple[list[NodeWithScore], T
     route kept for `graded`)."""
     router = index.as_retriever().router
     nodes, route, trace = run(router.route_steps(Question.read(question)))
-    ROUTES[id(trace)] = route
+    ROUTES[id(trace)] = (trace, route)
     return nodes, trace
 
 
-ROUTES: dict[int, Route] = {}  # the route of each first pass, by its trace
+# The route of each first pass, by its trace. The trace is kept with it: a trace freed would let
+# a later test's new trace take its id, and that test its route.
+ROUTES: dict[int, tuple[Trace, Route]] = {}
 
 
 def graded(loop: QueryLoop, nodes: list[NodeWithScore], trace: Trace) -> list[NodeWithScore]:
     """The loop's scope, grade, retry and answer for a first pass the router made (its route),
     or a test wrote (routed as the trace records it)."""
-    route = ROUTES.get(id(trace)) or Route(
-        tuple(trace.intent_names),
-        tuple(trace.memory_names),
-        tuple(trace.compared),
-        trace.report,
+    kept = ROUTES.get(id(trace))
+    route = (
+        kept[1]
+        if kept and kept[0] is trace
+        else Route(
+            tuple(trace.intent_names),
+            tuple(trace.memory_names),
+            tuple(trace.compared),
+            trace.report,
+        )
     )
     return run(loop.answer_steps(Question.read(trace.question), route, nodes, trace))
 
