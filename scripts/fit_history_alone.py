@@ -81,8 +81,8 @@ def held_out(rows: list[Row]) -> list[tuple[str, bool, list[float]]]:
 
 
 def lowest_bar(held: list[tuple[str, bool, list[float]]], false_yes: float) -> float:
-    """The lowest bar (in steps of 0.01) at which the other questions held out are read as
-    asking the history no more often than `false_yes`."""
+    """The lowest bar, from even odds up in steps of 0.01, at which the other questions held
+    out are read as asking the history no more often than `false_yes`."""
     others = [p for _, label, ps in held if not label for p in ps]
     for bar in np.arange(0.5, 1.0, 0.01):
         if sum(p >= bar for p in others) <= false_yes * len(others):

@@ -82,6 +82,7 @@ class _Draft:
     tools: dict[str, int] | None
     started: float
     scope: Scope
+    policy: QueryPolicy  # whose decisions these are: the selector's, or one over other tools
     asked: Question | None = None  # what the memories are asked (`Route.asked`)
 
 
@@ -210,8 +211,8 @@ class ArelaSelector(BaseSelector):
         """The draft of a question its words do not bring in, read again if the sentence model
         reads it as asking the history alone (`QueryPolicy.history_alone_steps`): the history is
         then asked for its newest commits, within the time the question names, if any."""
-        policy = self.policy
-        if policy is not self._policy_for(draft.choices, draft.tools):
+        policy = draft.policy
+        if policy is not self.policy:
             return draft  # tools that are no memory: no history to ask
         read = policy.read(question)
         if not policy.may_ask_history_alone(read, draft.scope):
@@ -250,7 +251,9 @@ class ArelaSelector(BaseSelector):
             if not scope.out and metas and not self.policy.repository.size:
                 scope = policy.scope_among_tools(read, [described(m) for m in metas])
             intents = self._intents(question, reading)
-        draft = _Draft(route, entities, intents, reading, available, metas, tools, started, scope)
+        draft = _Draft(
+            route, entities, intents, reading, available, metas, tools, started, scope, policy
+        )
         if scope.out:
             route.intents = [(OUT_OF_SCOPE, round(1 - (scope.probability or 0.05), 2))]
             route.notes.append(scope.why)
